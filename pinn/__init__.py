@@ -1,0 +1,1 @@
+"""pinn: physics-informed neural networks in JAX."""

@@ -1,0 +1,134 @@
+"""The user-facing constructors of the PDE language."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pinn.dsl import expr as E
+
+pi = E.Constant("pi")
+e = E.Constant("e")
+
+
+def _names(spec: str | Sequence[str]) -> list[str]:
+    names = spec.replace(",", " ").split() if isinstance(spec, str) else list(spec)
+    for n in names:
+        if not n.isidentifier():
+            raise ValueError(f"{n!r} is not a valid name: use letters, digits and _")
+    return names
+
+
+def coords(spec: str | Sequence[str]) -> tuple[E.Coord, ...] | E.Coord:
+    """``x, y, t = coords("x y t")``; a single name returns one coordinate."""
+    out = tuple(E.Coord(n) for n in _names(spec))
+    return out[0] if len(out) == 1 else out
+
+
+def field(name: str) -> E.Field:
+    """One unknown scalar field."""
+    return E.Field(_names(name)[0])
+
+
+def fields(spec: str | Sequence[str]) -> tuple[E.Field, ...]:
+    """Several fields at once, for systems: ``u, v, p = fields("u v p")``."""
+    return tuple(E.Field(n) for n in _names(spec))
+
+
+def param(name: str, value: float | None = None, *, learnable: bool = False) -> E.Param:
+    """A named parameter; ``learnable=True`` makes ``value`` the initial guess."""
+    if learnable and value is None:
+        raise ValueError(f"learnable parameter {name!r} needs an initial value")
+    if value is not None:
+        value = float(value)
+    return E.Param(_names(name)[0], value, learnable)
+
+
+def D(expr: E.ExprLike, *wrt: E.Coord | int) -> E.Expr:
+    """Partial derivative: ``D(u, x)``, ``D(u, x, 2)``, ``D(u, x, y)``, ``D(u, x, 2, y)``."""
+    out: list[E.Coord] = []
+    for w in wrt:
+        if isinstance(w, E.Coord):
+            out.append(w)
+        elif isinstance(w, int) and not isinstance(w, bool):
+            if not out:
+                raise ValueError("D(u, 2) needs a coordinate before the order: D(u, x, 2)")
+            if w < 1:
+                raise ValueError(f"derivative order must be >= 1, got {w}")
+            out.extend([out[-1]] * (w - 1))
+        else:
+            raise TypeError(f"D() takes coordinates and orders, got {w!r}")
+    return E.Derivative(E.as_expr(expr), tuple(out))
+
+
+def _coord_tuple(cs) -> tuple[E.Coord, ...] | None:
+    if cs is None:
+        return None
+    cs = tuple(cs) if not isinstance(cs, E.Coord) else (cs,)
+    for c in cs:
+        if not isinstance(c, E.Coord):
+            raise TypeError(f"expected coordinates, got {c!r}")
+    return cs
+
+
+def grad(expr: E.ExprLike, over: Sequence[E.Coord] | None = None) -> E.Expr:
+    return E.Grad(E.as_expr(expr), _coord_tuple(over))
+
+
+def div(vec: E.Expr, over: Sequence[E.Coord] | None = None) -> E.Expr:
+    return E.Div_(vec, _coord_tuple(over))
+
+
+def laplacian(expr: E.ExprLike, over: Sequence[E.Coord] | None = None) -> E.Expr:
+    return E.Laplacian(E.as_expr(expr), _coord_tuple(over))
+
+
+def vector(*items: E.ExprLike) -> E.Vector:
+    return E.Vector(tuple(E.as_expr(i) for i in items))
+
+
+def dot(a: E.Expr, b: E.Expr) -> E.Expr:
+    return E.Dot(a, b)
+
+
+def _fn(name: str):
+    def f(*args: E.ExprLike) -> E.Expr:
+        return E.Call(name, tuple(E.as_expr(a) for a in args))
+
+    f.__name__ = name
+    f.__doc__ = f"``{name}`` in the PDE language."
+    return f
+
+
+sin, cos, tan, exp, log, sqrt = (_fn(n) for n in ("sin", "cos", "tan", "exp", "log", "sqrt"))
+tanh, sinh, cosh, arctan, arcsin, arccos = (
+    _fn(n) for n in ("tanh", "sinh", "cosh", "arctan", "arcsin", "arccos")
+)
+sign, heaviside = _fn("sign"), _fn("heaviside")
+abs_ = _fn("abs")
+minimum, maximum = _fn("min"), _fn("max")
+
+
+def where(cond: E.Expr, a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    """Piecewise: ``a`` where ``cond`` holds, else ``b``."""
+    return E.Call("where", (cond, E.as_expr(a), E.as_expr(b)))
+
+
+def eq(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    """The predicate ``a == b`` (Python's ``==`` compares expressions structurally)."""
+    return E.Compare("==", E.as_expr(a), E.as_expr(b))
+
+
+def ne(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    return E.Compare("!=", E.as_expr(a), E.as_expr(b))
+
+
+def logical_and(a: E.Expr, b: E.Expr) -> E.Expr:
+    return E.And(a, b)
+
+
+def logical_or(a: E.Expr, b: E.Expr) -> E.Expr:
+    return E.Or(a, b)
+
+
+def logical_not(a: E.Expr) -> E.Expr:
+    return E.Not(a)

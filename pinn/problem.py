@@ -1,0 +1,211 @@
+"""The Problem: a domain, equations, named conditions and parameters. Data only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from pinn import conditions as C
+from pinn.dsl import calculus
+from pinn.dsl import expr as E
+
+_DEFAULT_SPATIAL = ("x", "y", "z")
+
+
+class ProblemError(ValueError):
+    """A problem is inconsistent (unknown names, missing parts, wrong sizes)."""
+
+
+def _freeze(m: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A PDE problem.
+
+    ``domain`` is a spatial shape, or a shape times a time interval
+    (``Rectangle(...) * TimeInterval(0, 1)``).  ``coords`` defaults to
+    ``x, y, z`` (as many as the space has dimensions) followed by ``t`` for
+    evolution problems; ``fields`` defaults to the fields in order of
+    first appearance.  ``exact`` maps fields to closed-form solutions (used
+    for errors, plots and the manufactured-solution check); ``reference`` is a
+    callable ``points[N, d] -> {field_name: values[N]}`` where no closed form
+    exists.
+    """
+
+    domain: object
+    equations: Mapping[str, E.Expr]
+    conditions: Mapping[str, C.Condition] = field(default_factory=dict)
+    coords: tuple[E.Coord, ...] | None = None
+    fields: tuple[E.Field, ...] | None = None
+    exact: Mapping[E.Field, E.Expr] | None = None
+    reference: Callable | None = None
+    name: str = "problem"
+
+    def __post_init__(self):
+        eqs = {str(k): E.as_expr(v) for k, v in dict(self.equations).items()}
+        if not eqs:
+            raise ProblemError("a problem needs at least one equation")
+        conds = dict(self.conditions or {})
+        clash = set(eqs) & set(conds)
+        if clash:
+            raise ProblemError(f"names used for both an equation and a condition: {sorted(clash)}")
+        object.__setattr__(self, "equations", _freeze(eqs))
+        object.__setattr__(self, "conditions", _freeze(conds))
+        object.__setattr__(self, "exact", _freeze(
+            {f: E.as_expr(v) for f, v in dict(self.exact or {}).items()}))
+
+        space, time = self.space, self.time
+        if self.coords is None:
+            dim = space.dim
+            if dim > 3:
+                raise ProblemError(f"a {dim}-D domain needs explicit coords=")
+            names = list(_DEFAULT_SPATIAL[:dim]) + (["t"] if time is not None else [])
+            object.__setattr__(self, "coords", tuple(E.Coord(n) for n in names))
+        else:
+            cs = tuple(self.coords)
+            want = space.dim + (1 if time is not None else 0)
+            if len(cs) != want:
+                raise ProblemError(
+                    f"coords {', '.join(c.name for c in cs)} ({len(cs)}) do not match the "
+                    f"domain's {want} dimensions"
+                )
+            object.__setattr__(self, "coords", cs)
+
+        found: list[E.Field] = []
+        for ex in self._all_exprs():
+            for f in calculus.fields_of(ex):
+                if f not in found:
+                    found.append(f)
+        if self.fields is None:
+            object.__setattr__(self, "fields", tuple(found))
+        else:
+            fs = tuple(self.fields)
+            missing = [f.name for f in found if f not in fs]
+            if missing:
+                raise ProblemError(f"undeclared fields {missing}; declared: {[f.name for f in fs]}")
+            object.__setattr__(self, "fields", fs)
+        if not self.fields:
+            raise ProblemError("the equations use no field: nothing to solve for")
+
+        known = set(self.coords)
+        for name, ex in self._named_exprs():
+            bad = [c.name for c in calculus.coords_of(ex) if c not in known]
+            if bad:
+                raise ProblemError(
+                    f"{name}: unknown coordinate(s) {bad}; this problem's coordinates are "
+                    f"{[c.name for c in self.coords]}"
+                )
+        self._check_params()
+
+    # -- structure -------------------------------------------------------
+    @property
+    def space(self):
+        return getattr(self.domain, "space", self.domain)
+
+    @property
+    def time(self):
+        return getattr(self.domain, "time", None)
+
+    @property
+    def is_evolution(self) -> bool:
+        return self.time is not None
+
+    @property
+    def spatial(self) -> tuple[E.Coord, ...]:
+        return self.coords[: self.space.dim]
+
+    @property
+    def time_coord(self) -> E.Coord | None:
+        return self.coords[-1] if self.is_evolution else None
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    @property
+    def params(self) -> tuple[E.Param, ...]:
+        seen: dict[str, E.Param] = {}
+        for _, ex in self._named_exprs():
+            for p in calculus.params_of(ex):
+                seen.setdefault(p.name, p)
+        return tuple(seen.values())
+
+    @property
+    def learnable(self) -> tuple[E.Param, ...]:
+        return tuple(p for p in self.params if p.learnable)
+
+    def expand(self, e: E.Expr) -> E.Expr:
+        """Resolve vector operators over this problem's spatial coords and push derivatives."""
+        return calculus.expand(e, self.spatial, self.coords)
+
+    # -- helpers ---------------------------------------------------------
+    def _named_exprs(self):
+        for k, v in self.equations.items():
+            yield f"equations.{k}", v
+        for k, c in self.conditions.items():
+            for i, ex in enumerate(_condition_exprs(c)):
+                yield f"conditions.{k}[{i}]", ex
+        for f, v in self.exact.items():
+            yield f"exact.{f.name}", v
+
+    def _all_exprs(self):
+        for _, ex in self._named_exprs():
+            yield ex
+        for c in self.conditions.values():
+            for f in _condition_fields(c):
+                yield f
+
+    def _check_params(self) -> None:
+        by_name: dict[str, E.Param] = {}
+        for where, ex in self._named_exprs():
+            for p in calculus.params_of(ex):
+                if p.name in by_name and by_name[p.name] != p:
+                    raise ProblemError(
+                        f"{where}: parameter {p.name!r} is defined twice with different "
+                        f"values ({by_name[p.name].value} and {p.value})"
+                    )
+                by_name[p.name] = p
+                if p.value is None:
+                    raise ProblemError(f"{where}: parameter {p.name!r} has no value")
+        names = {c.name for c in self.coords} | {f.name for f in self.fields}
+        clash = names & set(by_name)
+        if clash:
+            raise ProblemError(f"names used both as parameters and coords/fields: {sorted(clash)}")
+
+    def __repr__(self) -> str:
+        eqs = "; ".join(f"{k}: {v} = 0" for k, v in self.equations.items())
+        return (f"Problem({self.name!r}, coords={[c.name for c in self.coords]}, "
+                f"fields={list(self.field_names)}, {eqs}, conditions={list(self.conditions)})")
+
+
+def _condition_exprs(c) -> list[E.Expr]:
+    if isinstance(c, (C.Dirichlet, C.Initial)):
+        out = [v for _, v in c.values]
+        out += [v for _, v in getattr(c, "rates", ())]
+    elif isinstance(c, C.Neumann):
+        out = [c.value]
+    elif isinstance(c, C.Robin):
+        out = [c.a, c.b, c.value]
+    elif isinstance(c, C.Constraint):
+        out = [c.expr]
+    else:
+        out = []
+    on = getattr(c, "on", None)
+    if isinstance(on, E.Expr):
+        out.append(on)
+    return out
+
+
+def _condition_fields(c) -> list[E.Field]:
+    if isinstance(c, (C.Dirichlet, C.Initial)):
+        return [f for f, _ in c.values]
+    if isinstance(c, (C.Neumann, C.Robin)):
+        return [c.field]
+    if isinstance(c, C.Periodic):
+        return list(c.fields)
+    if isinstance(c, C.Data):
+        return [f for f, _ in c.values]
+    return []
