@@ -46,15 +46,19 @@ def param(name: str, value: float | None = None, *, learnable: bool = False) -> 
 def D(expr: E.ExprLike, *wrt: E.Coord | int) -> E.Expr:
     """Partial derivative: ``D(u, x)``, ``D(u, x, 2)``, ``D(u, x, y)``, ``D(u, x, 2, y)``."""
     out: list[E.Coord] = []
+    after_coord = False
     for w in wrt:
         if isinstance(w, E.Coord):
             out.append(w)
+            after_coord = True
         elif isinstance(w, int) and not isinstance(w, bool):
-            if not out:
-                raise ValueError("D(u, 2) needs a coordinate before the order: D(u, x, 2)")
+            if not after_coord:
+                raise ValueError("an order must follow a coordinate: D(u, x, 2), not D(u, 2) "
+                                 "or D(u, x, 2, 2)")
             if w < 1:
                 raise ValueError(f"derivative order must be >= 1, got {w}")
             out.extend([out[-1]] * (w - 1))
+            after_coord = False
         else:
             raise TypeError(f"D() takes coordinates and orders, got {w!r}")
     return E.Derivative(E.as_expr(expr), tuple(out))

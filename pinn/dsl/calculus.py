@@ -274,7 +274,26 @@ def resolve(e: E.Expr, spatial: Sequence[E.Coord] = ()) -> E.Expr:
             return tuple(scal(i) for i in node.items)
         if isinstance(node, E.Grad):
             inner = scal(node.expr)
-            return tuple(E.Derivative(inner, (c,)) for c in _spatial_for(node.coords, spatial, node))
+            over = _spatial_for(node.coords, spatial, node)
+            return tuple(E.Derivative(inner, (c,)) for c in over)
+        if isinstance(node, E.Neg):
+            return tuple(E.Neg(a) for a in vec(node.arg))
+        if isinstance(node, (E.Add, E.Sub)):
+            a, b = vec(node.left), vec(node.right)
+            if len(a) != len(b):
+                raise ValueError(f"{node}: vectors of sizes {len(a)} and {len(b)}")
+            return tuple(type(node)(p, q) for p, q in zip(a, b, strict=True))
+        if isinstance(node, E.Mul):
+            if node.left.is_vector:
+                s = scal(node.right)
+                return tuple(E.Mul(p, s) for p in vec(node.left))
+            s = scal(node.left)
+            return tuple(E.Mul(s, q) for q in vec(node.right))
+        if isinstance(node, E.Div):
+            s = scal(node.right)
+            return tuple(E.Div(p, s) for p in vec(node.left))
+        if isinstance(node, E.Laplacian):  # componentwise
+            return tuple(scal(E.Laplacian(c, node.coords)) for c in vec(node.expr))
         raise TypeError(f"{node} is not a vector expression")
 
     def scal(node: E.Expr) -> E.Expr:
@@ -296,7 +315,7 @@ def resolve(e: E.Expr, spatial: Sequence[E.Coord] = ()) -> E.Expr:
                     f"({', '.join(c.name for c in coords)}): the sizes must match"
                 )
             out = E.Derivative(comps[0], (coords[0],))
-            for comp, c in zip(comps[1:], coords[1:]):
+            for comp, c in zip(comps[1:], coords[1:], strict=True):
                 out = E.Add(out, E.Derivative(comp, (c,)))
             return out
         if isinstance(node, E.Dot):
@@ -304,7 +323,7 @@ def resolve(e: E.Expr, spatial: Sequence[E.Coord] = ()) -> E.Expr:
             if len(a) != len(b):
                 raise ValueError(f"dot() of vectors of sizes {len(a)} and {len(b)}")
             out = E.Mul(a[0], b[0])
-            for p, q in zip(a[1:], b[1:]):
+            for p, q in zip(a[1:], b[1:], strict=True):
                 out = E.Add(out, E.Mul(p, q))
             return out
         if isinstance(node, E.Component):

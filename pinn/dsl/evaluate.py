@@ -76,14 +76,18 @@ def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0):
         if t is E.Div:
             return ev(node.left) / ev(node.right)
         if t is E.Pow:
-            b = node.right
-            if isinstance(b, E.Number) and isinstance(b.value, int) or (
-                isinstance(b, E.Number) and float(b.value).is_integer()
-            ):
-                return jnp.power(ev(node.left), int(b.value)) if not isinstance(
-                    ev(node.left), (int, float)
-                ) else ev(node.left) ** int(b.value)
-            return jnp.power(ev(node.left), ev(node.right))
+            base, b = ev(node.left), node.right
+            n = b.value if isinstance(b, E.Number) else (
+                -b.arg.value if isinstance(b, E.Neg) and isinstance(b.arg, E.Number) else None)
+            if n is not None and float(n).is_integer() and abs(n) <= 2**31:
+                # integer powers: exact for negative bases (x^2, x^(-1)), via lax.integer_pow
+                if isinstance(base, (int, float)) and (base != 0 or n >= 0):
+                    try:
+                        return float(base) ** int(n)
+                    except OverflowError:
+                        return jnp.power(jnp.asarray(float(base)), int(n))
+                return jnp.power(base, int(n))
+            return jnp.power(base, ev(node.right))
         if t is E.Neg:
             return -ev(node.arg)
         if t is E.Call:

@@ -36,6 +36,7 @@ FUNCTIONS: dict[str, int] = {
 }
 
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+_MAX_FLOAT = 1.7976931348623157e308
 
 
 def as_expr(value: ExprLike) -> Expr:
@@ -173,8 +174,14 @@ class Number(Expr):
         v = self.value
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(f"Number needs an int or float, got {v!r}")
-        if not math.isfinite(v) or v < 0:
-            raise ValueError(f"Number holds finite non-negative values only, got {v!r}; use as_expr")
+        # plain Python numbers only (numpy scalars print and hash differently); no -0.0
+        v = int(v) if isinstance(v, int) else float(v) + 0.0
+        if isinstance(v, int) and v > _MAX_FLOAT:
+            raise ValueError(f"Number {str(v)[:20]}... is too large (above the largest float)")
+        if isinstance(v, float) and not math.isfinite(v) or v < 0:
+            raise ValueError(
+                f"Number holds finite non-negative values only, got {v!r}; use as_expr")
+        object.__setattr__(self, "value", v)
 
 
 @dataclass(frozen=True, repr=False)
@@ -226,6 +233,12 @@ class _Binary(Expr):
     left: Expr
     right: Expr
 
+    def __post_init__(self):
+        self._check()
+
+    def _check(self) -> None:
+        pass
+
     def children(self):
         return (self.left, self.right)
 
@@ -233,29 +246,68 @@ class _Binary(Expr):
         return type(self)(*children)
 
 
-class Add(_Binary):
+def _set_vector(node: Expr, value: bool) -> None:
+    object.__setattr__(node, "_vector", value)  # cached shape; not a dataclass field
+
+
+class _Arith(_Binary):
+    """Arithmetic: scalars, or vectors where it makes sense (``k*grad(u)``, ``a + b``)."""
+
+    def _check(self) -> None:
+        lv, rv = self.left.is_vector, self.right.is_vector
+        t = type(self)
+        if t in (Add, Sub):
+            if lv != rv:
+                op = "add" if t is Add else "subtract"
+                raise TypeError(f"cannot {op} a vector and a scalar: {self.left} and {self.right}")
+            vec = lv
+        elif t is Mul:
+            if lv and rv:
+                raise TypeError(
+                    f"cannot multiply two vectors ({self.left} and {self.right}); use dot(a, b)")
+            vec = lv or rv
+        elif t is Div:
+            if rv:
+                raise TypeError(f"cannot divide by the vector {self.right}")
+            vec = lv
+        else:  # Pow
+            if lv or rv:
+                raise TypeError(f"cannot raise vectors to powers: {self.left}, {self.right}")
+            vec = False
+        _set_vector(self, vec)
+
+    @property
+    def is_vector(self) -> bool:
+        return self.__dict__.get("_vector", False)
+
+
+class Add(_Arith):
     pass
 
 
-class Sub(_Binary):
+class Sub(_Arith):
     pass
 
 
-class Mul(_Binary):
+class Mul(_Arith):
     pass
 
 
-class Div(_Binary):
+class Div(_Arith):
     pass
 
 
-class Pow(_Binary):
+class Pow(_Arith):
     pass
 
 
 @dataclass(frozen=True, repr=False)
 class Neg(Expr):
     arg: Expr
+
+    @property
+    def is_vector(self) -> bool:
+        return self.arg.is_vector
 
     def children(self):
         return (self.arg,)
@@ -272,12 +324,18 @@ class Call(Expr):
     args: tuple[Expr, ...]
 
     def __post_init__(self):
+        object.__setattr__(self, "args", tuple(self.args))
         if self.func not in FUNCTIONS:
             raise ValueError(f"unknown function {self.func!r}; known: {', '.join(FUNCTIONS)}")
         if len(self.args) != FUNCTIONS[self.func]:
             raise ValueError(
                 f"{self.func} takes {FUNCTIONS[self.func]} argument(s), got {len(self.args)}"
             )
+        for a in self.args:
+            if not isinstance(a, Expr):
+                raise TypeError(f"{self.func}() arguments must be expressions, got {a!r}")
+            if a.is_vector:
+                raise TypeError(f"{self.func}() takes scalars; {a} is a vector")
 
     def children(self):
         return self.args
@@ -326,6 +384,23 @@ class Not(Expr):
 # derivatives and vector calculus
 
 
+def _check_coords(node) -> None:
+    """``coords`` of laplacian/grad/div: None (the spatial coords) or a non-empty tuple."""
+    cs = node.coords
+    if cs is None:
+        return
+    if isinstance(cs, Coord):
+        cs = (cs,)
+    cs = tuple(cs)
+    if not cs:
+        raise ValueError(f"{type(node).__name__}: give at least one coordinate, or None for "
+                         "the problem's spatial coordinates")
+    for c in cs:
+        if not isinstance(c, Coord):
+            raise TypeError(f"{type(node).__name__}: expected coordinates, got {c!r}")
+    object.__setattr__(node, "coords", cs)
+
+
 @dataclass(frozen=True, repr=False)
 class Derivative(Expr):
     """``D(expr, *wrt)``: the partial derivative of ``expr`` w.r.t. the coords in ``wrt``.
@@ -337,6 +412,7 @@ class Derivative(Expr):
     wrt: tuple[Coord, ...]
 
     def __post_init__(self):
+        object.__setattr__(self, "wrt", tuple(self.wrt))
         if not self.wrt:
             raise ValueError("a derivative needs at least one coordinate")
         for c in self.wrt:
@@ -363,11 +439,18 @@ class Laplacian(Expr):
     expr: Expr
     coords: tuple[Coord, ...] | None = None
 
+    def __post_init__(self):
+        _check_coords(self)
+
     def children(self):
         return (self.expr,)
 
     def rebuild(self, children):
         return Laplacian(children[0], self.coords)
+
+    @property
+    def is_vector(self) -> bool:  # the Laplacian of a vector is taken componentwise
+        return self.expr.is_vector
 
 
 @dataclass(frozen=True, repr=False)
@@ -376,6 +459,11 @@ class Grad(Expr):
 
     expr: Expr
     coords: tuple[Coord, ...] | None = None
+
+    def __post_init__(self):
+        _check_coords(self)
+        if self.expr.is_vector:
+            raise TypeError(f"grad() takes a scalar expression; {self.expr} is a vector")
 
     def children(self):
         return (self.expr,)
@@ -396,6 +484,7 @@ class Div_(Expr):
     coords: tuple[Coord, ...] | None = None
 
     def __post_init__(self):
+        _check_coords(self)
         if not self.expr.is_vector:
             raise TypeError(f"div() takes a vector expression; {self.expr} is a scalar")
 
@@ -411,6 +500,7 @@ class Vector(Expr):
     items: tuple[Expr, ...]
 
     def __post_init__(self):
+        object.__setattr__(self, "items", tuple(self.items))
         if not self.items:
             raise ValueError("a vector needs at least one component")
         for it in self.items:

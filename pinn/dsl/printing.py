@@ -65,12 +65,16 @@ def to_string(e: E.Expr) -> str:
     if t is E.Call:
         return f"{e.func}({', '.join(to_string(a) for a in e.args)})"
     if t is E.Derivative:
-        wrt = e.wrt
-        if len(wrt) > 1 and all(c == wrt[0] for c in wrt):
-            tail = f"{wrt[0].name}, {len(wrt)}"
-        else:
-            tail = ", ".join(c.name for c in wrt)
-        return f"D({to_string(e.expr)}, {tail})"
+        # runs of one coordinate print with their order: (x, x, y) -> "x, 2, y"
+        parts: list[str] = []
+        wrt, i = e.wrt, 0
+        while i < len(wrt):
+            j = i
+            while j < len(wrt) and wrt[j] == wrt[i]:
+                j += 1
+            parts.append(wrt[i].name if j - i == 1 else f"{wrt[i].name}, {j - i}")
+            i = j
+        return f"D({to_string(e.expr)}, {', '.join(parts)})"
     if t in (E.Laplacian, E.Grad, E.Div_):
         name = {E.Laplacian: "laplacian", E.Grad: "grad", E.Div_: "div"}[t]
         inner = to_string(e.expr)

@@ -1,0 +1,644 @@
+"""The schema of a problem file (pydantic v2, unknown keys are errors).
+
+Only structure and types are checked here; names, expressions and boundary
+parts are checked when the library objects are built (:mod:`pinn.config.build`),
+where the problem's coordinates and fields are known.
+
+A section that offers alternatives is a mapping with exactly one of its kind
+keys (``{rectangle: {...}}``, ``{adam: {...}, steps: 500}``); a kind given as a
+bare string (``sampler: sobol``, ``weighting: gradnorm``) means that kind with
+its defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+MAX_POINTS = 50_000_000
+MAX_STEPS = 1_000_000_000
+MAX_SIZE = 1_000_000  # widths, features, modes
+
+
+# ---------------------------------------------------------------------------
+# scalar types
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return f"the boolean {str(v).lower()}"
+    if isinstance(v, dict):
+        return "a mapping"
+    if isinstance(v, list):
+        return "a list"
+    if v is None:
+        return "nothing (null)"
+    if isinstance(v, str):
+        return f"the text {v!r}" if len(v) < 40 else "a text"
+    return repr(v)
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise PydanticCustomError("number", "expected a number, got {got}", {"got": _kind(v)})
+    if not math.isfinite(float(v)) or abs(v) > 1e300:
+        what = "not a number" if v != v else "too large (infinite)" if math.isinf(v) else (
+            f"too large ({_short(v)})")
+        raise PydanticCustomError("finite", "the number is {what}", {"what": what})
+    return float(v) if isinstance(v, float) else v
+
+
+def _short(v) -> str:
+    s = repr(v)
+    return s if len(s) <= 24 else s[:10] + "…" + s[-6:]
+
+
+def _integer(v: Any) -> int:
+    if isinstance(v, float) and not math.isfinite(v):
+        raise PydanticCustomError("finite", "the number is too large (infinite)")
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise PydanticCustomError("integer", "expected a whole number, got {got}",
+                                  {"got": _kind(v)})
+    return v
+
+
+def _expr_like(v: Any):
+    """A number or an expression string of the PDE language."""
+    if isinstance(v, str):
+        if not v.strip():
+            raise PydanticCustomError("expression", "the expression is empty")
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise PydanticCustomError(
+            "expression", "expected a number or an expression (text), got {got}",
+            {"got": _kind(v)})
+    return _number(v)
+
+
+def _expr_text(v: Any):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    if not isinstance(v, str):
+        raise PydanticCustomError("expression", "expected an expression (text), got {got}",
+                                  {"got": _kind(v)})
+    if not v.strip():
+        raise PydanticCustomError("expression", "the expression is empty")
+    return v
+
+
+def _name(v: Any) -> str:
+    if not isinstance(v, str) or not v.isidentifier():
+        raise PydanticCustomError(
+            "name", "expected a name (letters, digits and _, not starting with a digit), "
+            "got {got}", {"got": _kind(v)})
+    return v
+
+
+def _names(v: Any):
+    """A list of names, or one string of names separated by spaces or commas."""
+    if isinstance(v, str):
+        return v.replace(",", " ").split()
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise PydanticCustomError("boolean", "expected true or false, got {got}", {"got": _kind(v)})
+    return v
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+Positive = Annotated[float, BeforeValidator(_number), Field(gt=0)]
+NonNegative = Annotated[float, BeforeValidator(_number), Field(ge=0)]
+Fraction = Annotated[float, BeforeValidator(_number), Field(ge=0, le=1)]
+Int = Annotated[int, BeforeValidator(_integer)]
+Count = Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_POINTS)]
+Steps = Annotated[int, BeforeValidator(_integer), Field(ge=0, le=MAX_STEPS)]
+Every = Annotated[int, BeforeValidator(_integer), Field(ge=0, le=MAX_STEPS)]
+Size = Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_SIZE)]
+Seed = Annotated[int, BeforeValidator(_integer), Field(ge=0, lt=2**32)]
+Bool = Annotated[bool, BeforeValidator(_bool)]
+Name = Annotated[str, BeforeValidator(_name)]
+Names = Annotated[list[Name], BeforeValidator(_names)]
+ExprLike = Annotated[Any, BeforeValidator(_expr_like)]
+ExprText = Annotated[str, BeforeValidator(_expr_text)]
+Vec = list[Number]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors; numbers must be finite."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+
+def _takes_model(cls, name: str) -> bool:
+    """Whether the field ``name`` of ``cls`` holds a model (so ``null`` means its defaults)."""
+    import typing
+
+    info = cls.model_fields.get(name)
+    if info is None:
+        return False
+    stack = [info.annotation]
+    while stack:
+        tp = stack.pop()
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return True
+        if typing.get_origin(tp) in (list, dict):
+            continue
+        stack.extend(typing.get_args(tp))
+    return False
+
+
+class OneOf(Strict):
+    """A mapping with exactly one of the keys in ``KINDS`` (plus common options)."""
+
+    KINDS: ClassVar[tuple[str, ...]] = ()
+    WHAT: ClassVar[str] = "kind"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_kind(cls, data: Any) -> Any:
+        if isinstance(data, str) and data in cls.KINDS and _takes_model(cls, data):
+            return {data: {}}
+        if isinstance(data, str):
+            from pinn.config.errors import suggest
+
+            raise PydanticCustomError(
+                "kind", "unknown {what} {got}{hint}; choose one of: {kinds}",
+                {"what": cls.WHAT, "got": repr(data), "hint": suggest(data, cls.KINDS),
+                 "kinds": ", ".join(cls.KINDS)})
+        if isinstance(data, dict):  # `adam:` with nothing after it means its defaults
+            return {k: ({} if v is None and k in cls.KINDS and _takes_model(cls, k) else v)
+                    for k, v in data.items()}
+        return data
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        given = [k for k in self.KINDS if getattr(self, k) is not None]
+        if len(given) != 1:
+            got = "none" if not given else " and ".join(given)
+            raise PydanticCustomError(
+                "one_kind", "give exactly one {what} ({kinds}); got {got}",
+                {"what": self.WHAT, "kinds": ", ".join(self.KINDS), "got": got})
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in self.KINDS if getattr(self, k) is not None)
+
+    @property
+    def args(self):
+        return getattr(self, self.kind)
+
+
+# ---------------------------------------------------------------------------
+# parameters
+
+
+class ParamSpec(Strict):
+    """``alpha: 0.05``, ``lam: "Re/2 - sqrt(Re^2/4 + 4*pi^2)"``, ``nu: {value: 0.05, learnable: true}``."""
+
+    value: ExprLike
+    learnable: Bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar(cls, data: Any) -> Any:
+        return data if isinstance(data, dict) else {"value": data}
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler):
+        out = handler(self)
+        return out if self.learnable else out["value"]
+
+
+# ---------------------------------------------------------------------------
+# geometry
+
+
+class _Box(Strict):
+    min: Vec
+    max: Vec
+
+
+class IntervalArgs(Strict):
+    min: Number
+    max: Number
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pair(cls, data: Any) -> Any:
+        if isinstance(data, list):
+            if len(data) != 2:
+                raise PydanticCustomError("interval", "an interval is [min, max], got {n} "
+                                          "number(s)", {"n": len(data)})
+            return {"min": data[0], "max": data[1]}
+        return data
+
+
+class DiskArgs(Strict):
+    center: Vec
+    radius: Positive
+
+
+class AnnulusArgs(Strict):
+    center: Vec
+    inner: Positive
+    outer: Positive
+
+
+class EllipseArgs(Strict):
+    center: Vec
+    semi_axes: Vec
+
+
+class VerticesArgs(Strict):
+    vertices: list[Vec]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _list(cls, data: Any) -> Any:
+        return {"vertices": data} if isinstance(data, list) else data
+
+
+class LShapeArgs(Strict):
+    """The square ``[min, max]`` without one quarter (the re-entrant corner at its centre)."""
+
+    min: Vec = [-1.0, -1.0]
+    max: Vec = [1.0, 1.0]
+    cut: Literal["lower_right", "lower_left", "upper_right", "upper_left"] = "lower_right"
+
+
+class ShapeSpec(OneOf):
+    KINDS: ClassVar = ("interval", "rectangle", "box", "disk", "ball", "annulus", "ellipse",
+                       "triangle", "polygon", "l_shape", "union", "difference", "intersection")
+    WHAT: ClassVar = "shape"
+
+    interval: IntervalArgs | None = None
+    rectangle: _Box | None = None
+    box: _Box | None = None
+    disk: DiskArgs | None = None
+    ball: DiskArgs | None = None
+    annulus: AnnulusArgs | None = None
+    ellipse: EllipseArgs | None = None
+    triangle: VerticesArgs | None = None
+    polygon: VerticesArgs | None = None
+    l_shape: LShapeArgs | None = None
+    union: Annotated[list[ShapeSpec], Field(min_length=2)] | None = None
+    difference: Annotated[list[ShapeSpec], Field(min_length=2)] | None = None
+    intersection: Annotated[list[ShapeSpec], Field(min_length=2)] | None = None
+
+
+
+class DomainSpec(ShapeSpec):
+    """``{space: <shape>, time: [t0, t1]}``, or the shape's key directly: ``{rectangle: ..., time: ...}``."""
+
+    KINDS: ClassVar = ("space",) + ShapeSpec.KINDS
+    WHAT: ClassVar = "domain shape"
+
+    space: ShapeSpec | None = None
+    time: Annotated[list[Number], Field(min_length=2, max_length=2)] | None = None
+
+    @property
+    def shape(self) -> ShapeSpec:
+        if self.space is not None:
+            return self.space
+        return ShapeSpec(**{self.kind: self.args})
+
+
+# ---------------------------------------------------------------------------
+# conditions
+
+
+class RobinArgs(Strict):
+    """``a*u + b*du/dn = value``."""
+
+    a: ExprLike = 1.0
+    b: ExprLike = 1.0
+    value: ExprLike = 0.0
+
+
+class PeriodicArgs(Strict):
+    pair: Annotated[list[Name], Field(min_length=2, max_length=2)]
+    fields: Names | None = None
+    order: Annotated[int, BeforeValidator(_integer), Field(ge=0, le=4)] = 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pair(cls, data: Any) -> Any:
+        return {"pair": data} if isinstance(data, list) else data
+
+
+class GenerateArgs(Strict):
+    """Synthetic observations: ``{from: exact, n: 2000, noise: 0.01, seed: 0}``."""
+
+    from_: Literal["exact", "reference"] = Field("exact", alias="from")
+    n: Count = 1000
+    noise: NonNegative = 0.0
+    seed: Seed = 0
+    sampler: Literal["uniform", "sobol", "halton", "lhs"] = "uniform"
+
+
+class DataArgs(Strict):
+    """Observed values: ``{file: obs.csv}`` (path relative to the problem file) or ``{generate: ...}``.
+
+    A CSV file has a header naming the coordinates and the observed fields; an
+    NPZ file has one array per coordinate and field (or ``points[N, d]``).
+    ``noise`` is the standard deviation of the measurement noise, as a fraction
+    of the standard deviation of the values (``0.01``: 1 % noise).
+    """
+
+    file: str | None = None
+    generate: GenerateArgs | None = None
+    fields: Names | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.file is None) == (self.generate is None):
+            raise PydanticCustomError(
+                "data_source", "give exactly one of file (a CSV/NPZ path) or generate "
+                "({{from: exact, n: 1000}})")
+        return self
+
+
+Where = Annotated[Any, BeforeValidator(lambda v: _on(v))]
+
+
+def _on(v: Any):
+    if isinstance(v, str) and v.strip():
+        return v
+    if isinstance(v, list) and v and all(isinstance(s, str) and s.isidentifier() for s in v):
+        return v
+    raise PydanticCustomError(
+        "on", "'on' is a boundary part name, a list of names, or a predicate such as "
+        "\"x == 0\"; got {got}", {"got": _kind(v)})
+
+
+class ConditionSpec(OneOf):
+    """One named condition; ``on``, ``weight`` and ``hard`` are common options."""
+
+    KINDS: ClassVar = ("dirichlet", "neumann", "robin", "periodic", "initial", "constraint",
+                       "data")
+    WHAT: ClassVar = "condition type"
+
+    dirichlet: Annotated[dict[Name, ExprLike], Field(min_length=1)] | None = None
+    neumann: Annotated[dict[Name, ExprLike], Field(min_length=1, max_length=1)] | None = None
+    robin: Annotated[dict[Name, RobinArgs], Field(min_length=1, max_length=1)] | None = None
+    periodic: PeriodicArgs | None = None
+    initial: Annotated[dict[Name, ExprLike], Field(min_length=1)] | None = None
+    constraint: ExprText | None = None
+    data: DataArgs | None = None
+
+    on: Where | None = None
+    rate: Annotated[dict[Name, ExprLike], Field(min_length=1)] | None = None
+    weight: NonNegative = 1.0
+    hard: Bool = False
+    noise: NonNegative | None = None
+
+
+# ---------------------------------------------------------------------------
+# model
+
+Activation = Literal["tanh", "sin", "gelu", "swish", "silu", "relu", "softplus", "sigmoid"]
+
+
+class RWFArgs(Strict):
+    """Random weight factorisation (Wang et al.): ``W = V diag(exp(s))``, ``s ~ N(mean, std)``."""
+
+    mean: Number = 1.0
+    std: NonNegative = 0.1
+
+
+class MLPArgs(Strict):
+    width: Size = 64
+    depth: Annotated[int, BeforeValidator(_integer), Field(ge=0, le=1000)] = 4
+    activation: Activation = "tanh"
+
+
+class PirateArgs(Strict):
+    width: Size = 64
+    blocks: Size = 3
+    activation: Activation = "tanh"
+
+
+class FourierArgs(Strict):
+    features: Size = 64
+    scale: Positive = 1.0
+
+
+def _periods(v: Any):
+    if isinstance(v, str):
+        v = v.replace(",", " ").split()
+    if isinstance(v, list):
+        return {k: None for k in v}
+    return v
+
+
+class ModelSpec(OneOf):
+    """``{mlp: {width: 64, depth: 4}}``, ``{modified_mlp: {...}}`` or ``{pirate: {...}}``.
+
+    Options for every network: ``fourier`` (random Fourier features), ``rwf``
+    (random weight factorisation), ``periodic`` (coordinates embedded exactly
+    periodically: ``[x]`` with the domain's length as period, or ``{x: 2.0}``),
+    ``harmonics`` (of the periodic embedding) and ``normalize`` (scale inputs to
+    [-1, 1] from the domain's bounds).  PirateNet uses Fourier features and RWF
+    by default; ``fourier: false`` / ``rwf: false`` switch them off.
+    """
+
+    KINDS: ClassVar = ("mlp", "modified_mlp", "pirate")
+    WHAT: ClassVar = "network"
+
+    mlp: MLPArgs | None = None
+    modified_mlp: MLPArgs | None = None
+    pirate: PirateArgs | None = None
+    fourier: FourierArgs | Literal[False] | None = None
+    rwf: RWFArgs | Literal[False] | None = None
+    periodic: Annotated[dict[Name, Positive | None], BeforeValidator(_periods)] | None = None
+    harmonics: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=64)] = 1
+    normalize: Bool = True
+
+
+# ---------------------------------------------------------------------------
+# training
+
+
+class AdamArgs(Strict):
+    """``decay``: none, exponential (``decay_rate`` per ``decay_steps``; default: a tenth of
+    the stage) or cosine (to 0 over ``decay_steps``; default: the stage)."""
+
+    lr: Positive = 1e-3
+    warmup: Steps = 0
+    decay: Literal["exponential", "cosine", "none"] = "exponential"
+    decay_rate: Annotated[float, BeforeValidator(_number), Field(gt=0, le=1)] = 0.9
+    decay_steps: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] | None = None
+    b1: Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)] = 0.9
+    b2: Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)] = 0.999
+    clip: Positive | None = None
+
+
+class AdamWArgs(AdamArgs):
+    weight_decay: NonNegative = 1e-4
+
+
+class LBFGSArgs(Strict):
+    memory: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 20
+    max_linesearch_steps: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 30
+    gtol: NonNegative = 0.0
+
+
+class StageSpec(OneOf):
+    """``{adam: {lr: 1e-3}, steps: 5000}`` or ``{lbfgs: {}, steps: 500}``."""
+
+    KINDS: ClassVar = ("adam", "adamw", "lbfgs")
+    WHAT: ClassVar = "optimizer"
+
+    adam: AdamArgs | None = None
+    adamw: AdamWArgs | None = None
+    lbfgs: LBFGSArgs | None = None
+    steps: Steps
+
+
+
+class RADArgs(Strict):
+    """Residual-based adaptive sampling: density ∝ |r|^k / mean|r|^k + c from a pool."""
+
+    k: NonNegative = 1.0
+    c: NonNegative = 1.0
+    pool: Count = 100_000
+
+
+Sampler = Literal["uniform", "sobol", "halton", "lhs", "grid"]
+
+
+class PointsSpec(Strict):
+    interior: Count = 4096
+    boundary: Count = 1024
+    initial: Count = 1024
+    resample_every: Every = 100
+    sampler: Sampler = "uniform"
+    rad: RADArgs | None = None
+
+
+class FixedArgs(Strict):
+    weights: dict[Name, NonNegative] | None = None
+
+
+class GradNormArgs(Strict):
+    every: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] = 1000
+    alpha: Fraction = 0.9
+
+
+class CausalArgs(Strict):
+    eps: Positive = 1.0
+    chunks: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=10_000)] = 32
+
+
+class WeightingSpec(OneOf):
+    KINDS: ClassVar = ("fixed", "gradnorm", "causal")
+    WHAT: ClassVar = "weighting"
+
+    fixed: FixedArgs | None = None
+    gradnorm: GradNormArgs | None = None
+    causal: CausalArgs | None = None
+
+
+
+def _default_stages() -> list[StageSpec]:
+    return [StageSpec(adam=AdamArgs(), steps=10_000), StageSpec(lbfgs=LBFGSArgs(), steps=1000)]
+
+
+class TrainingSpec(Strict):
+    seed: Seed = 0
+    precision: Literal[32, 64] = 32
+    points: PointsSpec = Field(default_factory=PointsSpec)
+    stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(
+        default_factory=_default_stages)
+    weighting: WeightingSpec = Field(default_factory=lambda: WeightingSpec(fixed=FixedArgs()))
+    chunk: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1_000_000)] | None = None
+    checkpoint_every: Every = 1000
+    eval_every: Every = 1000
+
+
+# ---------------------------------------------------------------------------
+# evaluation, references, FEM
+
+
+class EvaluationSpec(Strict):
+    """The grid on which errors and plots are computed: points per coordinate."""
+
+    resolution: Annotated[int, BeforeValidator(_integer), Field(ge=2, le=100_000)] | list[
+        Annotated[int, BeforeValidator(_integer), Field(ge=2, le=100_000)]] = 101
+    snapshots: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=12)] = 4
+
+    @model_validator(mode="after")
+    def _size(self):
+        res = self.resolution
+        if isinstance(res, list) and math.prod(res) > 20_000_000:
+            raise PydanticCustomError("grid", "the evaluation grid has {n} points; keep it "
+                                      "under 20 million", {"n": math.prod(res)})
+        return self
+
+
+class FemSpec(Strict):
+    """Options of the finite-element baseline (``pinn fem``) and of ``reference: {fem: ...}``."""
+
+    cells: Size = 64
+    element: Literal["P1", "P2"] = "P2"
+    dt: Positive | None = None
+    theta: Fraction = 0.5
+
+
+class ReferenceSpec(OneOf):
+    """``{burgers: {nu: "0.01/pi"}}``, ``{allen_cahn: {}}``, ``{kdv: {}}``, ``{fem: {cells: 128}}``
+    or ``{file: ref.npz}`` (points and values, relative to the problem file)."""
+
+    KINDS: ClassVar = ("burgers", "allen_cahn", "kdv", "fem", "file")
+    WHAT: ClassVar = "reference"
+
+    burgers: dict[Name, ExprLike] | None = None
+    allen_cahn: dict[Name, ExprLike] | None = None
+    kdv: dict[Name, ExprLike] | None = None
+    fem: FemSpec | None = None
+    file: str | None = None
+
+
+
+# ---------------------------------------------------------------------------
+# the file
+
+
+class ProblemSpec(Strict):
+    """A whole problem file.  ``define`` names expressions of the coordinates and
+    parameters (``r: "sqrt(x^2 + y^2)"``) that later expressions may use."""
+
+    name: str | None = None
+    description: str | None = None
+    coords: Names | None = None
+    fields: Names = ["u"]
+    params: dict[Name, ParamSpec] = {}
+    define: dict[Name, ExprText] = {}
+    domain: DomainSpec
+    equations: Annotated[dict[Name, ExprText], Field(min_length=1)]
+    conditions: dict[Name, ConditionSpec] = {}
+    exact: dict[Name, ExprLike] | None = None
+    reference: ReferenceSpec | None = None
+    model: ModelSpec = Field(default_factory=lambda: ModelSpec(mlp=MLPArgs()))
+    training: TrainingSpec = Field(default_factory=TrainingSpec)
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
+    fem: FemSpec = Field(default_factory=FemSpec)
+
+
+ShapeSpec.model_rebuild()
+DomainSpec.model_rebuild()

@@ -1,0 +1,333 @@
+"""Numerical assembly of a :class:`~pinn.fem.weakform.WeakForm` on a scikit-fem mesh.
+
+Integrands are evaluated once per assembly at all quadrature points (NumPy,
+float64) and contracted with the basis functions' values and gradients with
+batched matrix products; scikit-fem provides the meshes, elements, bases and
+quadrature.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+import skfem
+
+from pinn.dsl import expr as E
+from pinn.fem import mesh as M
+from pinn.fem._numeric import evaluate_np, evaluate_points
+from pinn.fem.weakform import Integrand, UnsupportedProblem, WeakForm
+
+__all__ = ["Discretisation", "element_for"]
+
+
+def element_for(mesh: skfem.Mesh, degree: int) -> skfem.Element:
+    table = {
+        skfem.MeshLine1: {1: skfem.ElementLineP1, 2: skfem.ElementLineP2},
+        skfem.MeshTri1: {1: skfem.ElementTriP1, 2: skfem.ElementTriP2, 3: skfem.ElementTriP3,
+                         4: skfem.ElementTriP4},
+        skfem.MeshTet1: {1: skfem.ElementTetP1, 2: skfem.ElementTetP2},
+    }
+    for cls, els in table.items():
+        if isinstance(mesh, cls):
+            if degree not in els:
+                raise UnsupportedProblem(
+                    f"no P{degree} element on {type(mesh).__name__}; available: "
+                    f"{', '.join(f'P{k}' for k in els)}")
+            return els[degree]()
+    raise UnsupportedProblem(f"the FEM baseline works on simplex meshes (MeshLine, MeshTri, "
+                             f"MeshTet), got {type(mesh).__name__}")
+
+
+def _jets_of(basis) -> np.ndarray:
+    """``[d + 1, nbfun, nelems, nqp]``: values, then each partial derivative."""
+    vals = np.stack([b[0].value for b in basis.basis])
+    out = [vals]
+    if hasattr(basis.basis[0][0], "grad") and basis.basis[0][0].grad is not None:
+        grads = np.stack([b[0].grad for b in basis.basis])  # nb, d, ne, nq
+        out += [grads[:, i] for i in range(grads.shape[1])]
+    return np.stack(out)
+
+
+def _bcast(v, shape) -> np.ndarray:
+    return np.broadcast_to(np.asarray(v, dtype=np.float64), shape)
+
+
+class Discretisation:
+    """Bases, quadrature data, boundary parts and Dirichlet data of one problem on one mesh."""
+
+    def __init__(self, problem, wf: WeakForm, mesh: skfem.Mesh, intorder: int | None = None):
+        self.problem = problem
+        self.wf = wf
+        self.mesh = mesh
+        self.shape = problem.space
+        fields = wf.fields
+        self.fields = fields
+        kmax = max(wf.degree.values())
+        self.intorder = intorder if intorder is not None else 2 * kmax + 1
+        self.elements = {f: element_for(mesh, wf.degree[f]) for f in fields}
+        self.bases = {f: skfem.CellBasis(mesh, self.elements[f], intorder=self.intorder)
+                      for f in fields}
+        self.offsets: dict[E.Field, int] = {}
+        n = 0
+        for f in fields:
+            self.offsets[f] = n
+            n += self.bases[f].N
+        self.N = n
+        b0 = self.bases[fields[0]]
+        self.x = b0.global_coordinates().value          # d, ne, nq
+        self.dx = b0.dx                                  # ne, nq
+        self.jets = {f: _jets_of(self.bases[f]) for f in fields}
+        self.gdofs = {f: self.bases[f].element_dofs + self.offsets[f] for f in fields}
+        self._boundary = [self._boundary_data(bt) for bt in wf.boundary]
+        self._dirichlet = [self._dirichlet_data(ds) for ds in wf.dirichlet]
+        fixed = [d for d, _, _ in self._dirichlet]
+        self.pinned: dict[E.Field, int] = {}
+        for f in sorted(wf.value_free, key=lambda f: fields.index(f)):
+            self.pinned[f] = self.offsets[f]  # pin the first dof; mean-zero afterwards
+            fixed.append(np.array([self.offsets[f]]))
+        self.fixed = np.unique(np.concatenate(fixed)) if fixed else np.zeros(0, dtype=np.int64)
+        self.free = np.setdiff1d(np.arange(self.N), self.fixed)
+        self._build_pattern()
+        bad = [ds.name for ds, (dofs, _, _) in zip(wf.dirichlet, self._dirichlet, strict=True)
+               if dofs.size == 0]
+        if bad:
+            import warnings
+
+            warnings.warn(f"{problem.name}: Dirichlet condition(s) {bad} select no boundary "
+                          "point of the mesh", stacklevel=3)
+
+    # -- boundary data -------------------------------------------------------
+    def _facets(self, on) -> np.ndarray:
+        return M.select_facets(self.mesh, self.shape, on)
+
+    def _boundary_data(self, bt):
+        facets = self._facets(bt.on)
+        if facets.size == 0:
+            return None
+        fbs = {f: skfem.FacetBasis(self.mesh, self.elements[f], facets=facets,
+                                   intorder=self.intorder) for f in self.fields}
+        fb = fbs[bt.test]
+        return {
+            "term": bt, "fbs": fbs,
+            "x": fb.global_coordinates().value, "dx": fb.dx,
+            "test": np.stack([b[0].value for b in fb.basis])[None],
+            "trial": {f: np.stack([b[0].value for b in fbs[f].basis])[None] for f in self.fields},
+            "gdofs": {f: fbs[f].element_dofs + self.offsets[f] for f in self.fields},
+        }
+
+    def _dirichlet_data(self, ds):
+        basis = self.bases[ds.field]
+        facets = self._facets(ds.on)
+        if facets.size:
+            dofs = basis.get_dofs(facets).all()
+        else:
+            # a predicate that selects points rather than facets (e.g. a corner)
+            bdofs = basis.get_dofs(self.mesh.boundary_facets()).all()
+            pts = basis.doflocs[:, bdofs].T
+            dofs = bdofs[M.select_boundary_points(self.shape, pts, ds.on)]
+        dofs = np.asarray(dofs, dtype=np.int64)
+        return dofs + self.offsets[ds.field], basis.doflocs[:, dofs].T, ds.value
+
+    def dirichlet_values(self, U: np.ndarray, t: float | None = None) -> np.ndarray:
+        """A copy of ``U`` with the Dirichlet values (at time ``t``) and pins set."""
+        U = U.copy()
+        p = self.problem
+        for dofs, pts, value in self._dirichlet:
+            if dofs.size:
+                U[dofs] = evaluate_points(value, p.spatial, pts, t=t, time_coord=p.time_coord)
+        for _, dof in self.pinned.items():
+            U[dof] = 0.0
+        return U
+
+    def interpolate(self, exprs: dict[E.Field, E.Expr], t: float | None = None) -> np.ndarray:
+        """Nodal interpolation of field expressions (e.g. initial conditions)."""
+        U = np.zeros(self.N)
+        p = self.problem
+        for f, ex in exprs.items():
+            b = self.bases[f]
+            U[self.offsets[f]: self.offsets[f] + b.N] = evaluate_points(
+                ex, p.spatial, b.doflocs.T, t=t, time_coord=p.time_coord)
+        return U
+
+    def split(self, U: np.ndarray) -> dict[E.Field, np.ndarray]:
+        return {f: U[self.offsets[f]: self.offsets[f] + self.bases[f].N] for f in self.fields}
+
+    # -- environments ----------------------------------------------------------
+    def _env(self, U: np.ndarray, t: float | None) -> dict:
+        jets = self.wf.jets
+        env: dict = {c: self.x[i] for i, c in enumerate(self.problem.spatial)}
+        if self.problem.time_coord is not None and t is not None:
+            env[self.problem.time_coord] = float(t)
+        for f in self.fields:
+            loc = U[self.gdofs[f]]                                  # nb, ne
+            vals = np.einsum("be,abeq->aeq", loc, self.jets[f])
+            env[jets.value(f)] = vals[0]
+            for i in range(jets.dim):
+                env[jets.d1(f, i)] = vals[i + 1]
+        return env
+
+    def _benv(self, bd, U: np.ndarray, t: float | None) -> dict:
+        jets = self.wf.jets
+        env: dict = {c: bd["x"][i] for i, c in enumerate(self.problem.spatial)}
+        if self.problem.time_coord is not None and t is not None:
+            env[self.problem.time_coord] = float(t)
+        for f in self.fields:
+            env[jets.value(f)] = np.einsum("be,beq->eq", U[bd["gdofs"][f]], bd["trial"][f][0])
+        return env
+
+    # -- assembly --------------------------------------------------------------
+    def residual(self, U: np.ndarray, t: float | None = None) -> np.ndarray:
+        R = np.zeros(self.N)
+        env = self._env(U, t)
+        shape = self.dx.shape
+        for form in self.wf.equations:
+            T = self.jets[form.test]
+            integ = _bcast(evaluate_np(form.source.expr, env), shape) * self.dx
+            loc = np.einsum("eq,beq->be", integ, T[0])
+            for i, fl in enumerate(form.flux):
+                if _is_zero_expr(fl.expr):
+                    continue
+                integ = _bcast(evaluate_np(fl.expr, env), shape) * self.dx
+                loc += np.einsum("eq,beq->be", integ, T[i + 1])
+            R += np.bincount(self.gdofs[form.test].ravel(), loc.ravel(), minlength=self.N)
+        for bd in self._boundary:
+            if bd is None:
+                continue
+            it: Integrand = bd["term"].integrand
+            benv = self._benv(bd, U, t)
+            integ = _bcast(evaluate_np(it.expr, benv), bd["dx"].shape) * bd["dx"]
+            loc = np.einsum("eq,beq->be", integ, bd["test"][0])
+            g = bd["gdofs"][bd["term"].test]
+            R += np.bincount(g.ravel(), loc.ravel(), minlength=self.N)
+        return R
+
+    def _build_pattern(self) -> None:
+        """One CSR sparsity pattern for every block the Jacobian and mass can touch."""
+        segs: dict = {}
+        for form in self.wf.equations:
+            trial = {g for it in (form.source, *form.flux) for (g, _) in it.jac} | set(form.mass)
+            for g in trial:
+                segs[("cell", form.test, g)] = self._pairs(form.test, g)
+        for k, bd in enumerate(self._boundary):
+            if bd is None:
+                continue
+            f = bd["term"].test
+            for (g, _) in bd["term"].integrand.jac:
+                gf, gg = bd["gdofs"][f], bd["gdofs"][g]
+                shp = (gf.shape[1], gf.shape[0], gg.shape[0])
+                segs[("facet", k, g)] = (np.broadcast_to(gf.T[:, :, None], shp).ravel(),
+                                         np.broadcast_to(gg.T[:, None, :], shp).ravel())
+        diag = np.arange(self.N, dtype=np.int64)
+        keys = [np.asarray(r, dtype=np.int64) * self.N + c for r, c in segs.values()]
+        allk = np.concatenate(keys + [diag * self.N + diag])
+        uniq, inv = np.unique(allk, return_inverse=True)
+        rows = uniq // self.N
+        self.indices = (uniq % self.N).astype(np.int32)
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=self.N))]
+                                     ).astype(np.int32)
+        self.nnz = len(uniq)
+        pos, o = {}, 0
+        for key, k in zip(segs, keys, strict=True):
+            pos[key] = inv[o: o + len(k)]
+            o += len(k)
+        self._pos = pos
+        self._diag_pos = inv[o:]
+        fixed_row = np.zeros(self.N, dtype=bool)
+        fixed_row[self.fixed] = True
+        self._fixed_data = np.nonzero(fixed_row[rows])[0]
+        self._fixed_diag = self._diag_pos[self.fixed]
+
+    def matrix(self, data: np.ndarray) -> sp.csr_matrix:
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.N, self.N))
+
+    def factor(self, data: np.ndarray):
+        """LU of the matrix with identity rows at the fixed dofs; ``solve(rhs)`` -> dU."""
+        d = data.copy()
+        d[self._fixed_data] = 0.0
+        d[self._fixed_diag] = 1.0
+        # the CSR arrays read as CSC describe the transpose: factor it, solve with trans="T"
+        lu = spla.splu(sp.csc_matrix((d, self.indices, self.indptr), shape=(self.N, self.N)))
+        fixed = self.fixed
+
+        def solve(rhs: np.ndarray) -> np.ndarray:
+            b = rhs.copy()
+            b[fixed] = 0.0
+            return lu.solve(b, trans="T")
+
+        return solve
+
+    def _scatter(self, key, loc: np.ndarray, parts: list) -> None:
+        parts.append((self._pos[key], loc.ravel()))
+
+    def _gather(self, parts: list) -> np.ndarray:
+        if not parts:
+            return np.zeros(self.nnz)
+        return np.bincount(np.concatenate([p for p, _ in parts]),
+                           np.concatenate([v for _, v in parts]), minlength=self.nnz)
+
+    def jacobian_data(self, U: np.ndarray, t: float | None = None) -> np.ndarray:
+        """The Jacobian's values on :attr:`indices`/:attr:`indptr`."""
+        env = self._env(U, t)
+        shape = self.dx.shape
+        parts: list = []
+        for form in self.wf.equations:
+            pairs = [(0, form.source)] + [(i + 1, fl) for i, fl in enumerate(form.flux)]
+            T = self.jets[form.test]
+            blocks: dict = {}
+            for a, it in pairs:
+                for (g, b), jx in it.jac.items():
+                    c = _bcast(evaluate_np(jx, env), shape) * self.dx
+                    loc = np.matmul((T[a] * c[None]).transpose(1, 0, 2),
+                                    self.jets[g][b].transpose(1, 2, 0))  # e, i, j
+                    blocks[g] = blocks[g] + loc if g in blocks else loc
+            for g, loc in blocks.items():
+                self._scatter(("cell", form.test, g), loc, parts)
+        for k, bd in enumerate(self._boundary):
+            if bd is None:
+                continue
+            it = bd["term"].integrand
+            benv = self._benv(bd, U, t)
+            for (g, _), jx in it.jac.items():
+                c = _bcast(evaluate_np(jx, benv), bd["dx"].shape) * bd["dx"]
+                loc = np.matmul((bd["test"][0] * c[None]).transpose(1, 0, 2),
+                                bd["trial"][g][0].transpose(1, 2, 0))
+                self._scatter(("facet", k, g), loc, parts)
+        return self._gather(parts)
+
+    def jacobian(self, U: np.ndarray, t: float | None = None) -> sp.csr_matrix:
+        return self.matrix(self.jacobian_data(U, t))
+
+    def mass_data(self, t: float | None = None) -> np.ndarray:
+        """``int m_g psi_g phi`` (time-derivative coefficients) on the pattern."""
+        env: dict = {c: self.x[i] for i, c in enumerate(self.problem.spatial)}
+        if self.problem.time_coord is not None and t is not None:
+            env[self.problem.time_coord] = float(t)
+        parts: list = []
+        for form in self.wf.equations:
+            T = self.jets[form.test]
+            for g, m in form.mass.items():
+                c = _bcast(evaluate_np(m, env), self.dx.shape) * self.dx
+                loc = np.matmul((T[0] * c[None]).transpose(1, 0, 2),
+                                self.jets[g][0].transpose(1, 2, 0))
+                self._scatter(("cell", form.test, g), loc, parts)
+        return self._gather(parts)
+
+    def _pairs(self, f: E.Field, g: E.Field):
+        gf, gg = self.gdofs[f], self.gdofs[g]      # nb_f, ne / nb_g, ne
+        ne = gf.shape[1]
+        r = np.broadcast_to(gf.T[:, :, None], (ne, gf.shape[0], gg.shape[0])).ravel()
+        c = np.broadcast_to(gg.T[:, None, :], (ne, gf.shape[0], gg.shape[0])).ravel()
+        return r, c
+
+    # -- integrals -------------------------------------------------------------
+    def mean_values(self, U: np.ndarray) -> dict[E.Field, float]:
+        vol = float(np.sum(self.dx))
+        out = {}
+        for f, u in self.split(U).items():
+            out[f] = float(np.sum(self.bases[f].interpolate(u).value * self.dx) / vol)
+        return out
+
+
+def _is_zero_expr(e: E.Expr) -> bool:
+    return isinstance(e, E.Number) and e.value == 0

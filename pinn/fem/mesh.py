@@ -1,0 +1,331 @@
+"""Simplex meshes for the pinn geometries, built with scikit-fem (no external mesher).
+
+- ``Interval``: a uniform ``MeshLine``;
+- ``Rectangle`` / ``Box``: tensor-product triangles / tetrahedra;
+- rectilinear shapes (L-shapes, T-shapes, rectangles with rectangular holes:
+  CSG of rectangles or boxes, axis-aligned polygons): a tensor grid through
+  every corner, keeping the cells inside (conforming and exact);
+- ``Disk`` / ``Ellipse`` / ``Ball``: scikit-fem's refined circle / ball;
+- any other 2-D shape with a signed distance (polygons, annuli, plates with
+  holes, CSG): DistMesh (Persson & Strang 2004) on the shape's ``sdf``, with
+  its corners fixed.
+
+The size is ``cells`` (cells along the longest side of the bounding box) or
+``h`` (a target cell size); ``refine=r`` refines a mesh ``r`` times
+uniformly (nested meshes for convergence studies), moving new boundary nodes
+onto curved boundaries.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import skfem
+
+from pinn.fem.weakform import UnsupportedProblem
+
+__all__ = ["build_mesh", "select_facets", "facet_midpoints", "default_cells"]
+
+_DEFAULT_CELLS = {1: 128, 2: 32, 3: 8}
+
+
+def default_cells(dim: int) -> int:
+    return _DEFAULT_CELLS.get(dim, 8)
+
+
+def _kind(shape) -> str:
+    return type(shape).__name__
+
+
+def _bounds(shape) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = shape.bounds
+    return np.atleast_1d(np.asarray(lo, dtype=np.float64)), np.atleast_1d(
+        np.asarray(hi, dtype=np.float64))
+
+
+def _contains(shape, pts: np.ndarray) -> np.ndarray:
+    return np.asarray(shape.contains(pts), dtype=bool).reshape(-1)
+
+
+def _leaves(shape) -> list:
+    if _kind(shape) in ("Union", "Difference", "Intersection"):
+        return _leaves(shape.a) + _leaves(shape.b)
+    return [shape]
+
+
+def _polygon_vertices(shape) -> np.ndarray | None:
+    k = _kind(shape)
+    if k == "Rectangle":
+        lo, hi = _bounds(shape)
+        return np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]]])
+    if k in ("Polygon", "Triangle"):
+        v = getattr(shape, "vertices", None)
+        if v is None and k == "Triangle":
+            v = [shape.a, shape.b, shape.c]
+        return np.asarray(v, dtype=np.float64).reshape(-1, 2)
+    return None
+
+
+def _rectilinear(shape) -> bool:
+    """All leaves are axis-aligned boxes or polygons with axis-aligned edges."""
+    for leaf in _leaves(shape):
+        k = _kind(leaf)
+        if k in ("Rectangle", "Box", "Interval"):
+            continue
+        v = _polygon_vertices(leaf)
+        if v is None:
+            return False
+        e = np.roll(v, -1, axis=0) - v
+        if not np.all(np.isclose(e[:, 0], 0) | np.isclose(e[:, 1], 0)):
+            return False
+    return True
+
+
+def _breaks(shape, axis: int) -> np.ndarray:
+    out = []
+    for leaf in _leaves(shape):
+        v = _polygon_vertices(leaf) if leaf.dim == 2 else None
+        if v is not None:
+            out.extend(v[:, axis])
+        else:
+            lo, hi = _bounds(leaf)
+            out.extend([lo[axis], hi[axis]])
+    lo, hi = _bounds(shape)
+    b = np.unique(np.round(np.asarray(out, dtype=np.float64), 12))
+    return b[(b >= lo[axis] - 1e-12) & (b <= hi[axis] + 1e-12)]
+
+
+def _subdivide(breaks: np.ndarray, h: float) -> np.ndarray:
+    pts = [breaks[:1]]
+    for a, b in zip(breaks[:-1], breaks[1:], strict=True):
+        n = max(1, int(math.ceil((b - a) / h - 1e-9)))
+        pts.append(np.linspace(a, b, n + 1)[1:])
+    return np.concatenate(pts)
+
+
+def _keep_inside(mesh, shape):
+    mid = mesh.p[:, mesh.t].mean(axis=1).T
+    keep = np.nonzero(_contains(shape, mid))[0]
+    if keep.size == 0:
+        raise UnsupportedProblem(f"meshing {shape!r}: no cell lies inside the shape")
+    return mesh.restrict(keep)
+
+
+# ---------------------------------------------------------------------------
+# signed distance helpers
+
+
+def _sdf_fn(shape):
+    """A NumPy signed distance (negative inside), or None."""
+    if not hasattr(shape, "sdf"):
+        return None
+
+    def fd(p: np.ndarray) -> np.ndarray:
+        return np.asarray(shape.sdf(np.asarray(p, dtype=np.float64)), dtype=np.float64).reshape(-1)
+
+    return fd
+
+
+def _project(fd, p: np.ndarray, scale: float, iters: int = 3) -> np.ndarray:
+    """Move points onto the zero level set of ``fd`` (Newton steps with a numeric gradient)."""
+    p = p.copy()
+    eps = 1e-7 * scale
+    dim = p.shape[1]
+    for _ in range(iters):
+        d = fd(p)
+        grad = np.empty_like(p)
+        for k in range(dim):
+            dp = np.zeros(dim)
+            dp[k] = eps
+            grad[:, k] = (fd(p + dp) - fd(p - dp)) / (2 * eps)
+        g2 = np.maximum(np.sum(grad**2, axis=1), 1e-300)
+        p -= (d / g2)[:, None] * grad
+    return p
+
+
+def _distmesh2d(fd, h0: float, lo: np.ndarray, hi: np.ndarray, pfix: np.ndarray,
+                max_iter: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """DistMesh (Persson & Strang, SIAM Review 2004) with a uniform size."""
+    from scipy.spatial import Delaunay
+
+    geps = 1e-3 * h0
+    dptol, ttol, fscale, deltat = 1e-3, 0.1, 1.2, 0.2
+    xs = np.arange(lo[0], hi[0] + h0 / 2, h0)
+    ys = np.arange(lo[1], hi[1] + h0 / 2, h0 * math.sqrt(3) / 2)
+    X, Y = np.meshgrid(xs, ys)
+    X[1::2, :] += h0 / 2
+    p = np.column_stack([X.ravel(), Y.ravel()])
+    p = p[fd(p) < geps]
+    if len(pfix):
+        far = np.min(np.linalg.norm(p[:, None, :] - pfix[None, :, :], axis=2), axis=1) > 0.5 * h0
+        p = np.vstack([pfix, p[far]])
+    nfix = len(pfix)
+    pold = np.full_like(p, np.inf)
+    scale = float(np.max(hi - lo))
+    tri = bars = None
+    for _ in range(max_iter):
+        if np.max(np.linalg.norm(p - pold, axis=1)) / h0 > ttol:
+            pold = p.copy()
+            tri = Delaunay(p).simplices
+            tri = tri[fd(p[tri].mean(axis=1)) < -geps]
+            e = np.vstack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [0, 2]]])
+            bars = np.unique(np.sort(e, axis=1), axis=0)
+        vec = p[bars[:, 0]] - p[bars[:, 1]]
+        L = np.linalg.norm(vec, axis=1)
+        L0 = fscale * math.sqrt(np.sum(L**2) / len(L))
+        F = np.maximum(L0 - L, 0.0)
+        Fv = (F / L)[:, None] * vec
+        Ftot = np.zeros_like(p)
+        np.add.at(Ftot, bars[:, 0], Fv)
+        np.add.at(Ftot, bars[:, 1], -Fv)
+        Ftot[:nfix] = 0
+        p = p + deltat * Ftot
+        d = fd(p)
+        out = d > 0
+        if np.any(out):
+            p[out] = _project(fd, p[out], scale, iters=1)
+        move = np.sqrt(np.sum((deltat * Ftot[d < -geps]) ** 2, axis=1))
+        if move.size == 0 or np.max(move) / h0 < dptol:
+            break
+    tri = Delaunay(p).simplices
+    tri = tri[fd(p[tri].mean(axis=1)) < -geps]
+    a = p[tri[:, 1]] - p[tri[:, 0]]
+    b = p[tri[:, 2]] - p[tri[:, 0]]
+    area = 0.5 * np.abs(a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])
+    tri = tri[area > 1e-10 * h0 * h0]
+    used, inv = np.unique(tri, return_inverse=True)
+    return p[used], inv.reshape(tri.shape)
+
+
+def _corners(shape, fd, scale: float) -> np.ndarray:
+    pts = []
+    for leaf in _leaves(shape):
+        v = _polygon_vertices(leaf)
+        if v is not None:
+            pts.extend(v)
+    if not pts:
+        return np.zeros((0, 2))
+    pts = np.unique(np.round(np.asarray(pts), 12), axis=0)
+    return pts[np.abs(fd(pts)) < 1e-9 * scale]
+
+
+# ---------------------------------------------------------------------------
+
+
+def _target_h(shape, cells: int | None, h: float | None) -> float:
+    lo, hi = _bounds(shape)
+    ext = float(np.max(hi - lo))
+    if h is not None:
+        if not h > 0:
+            raise ValueError(f"cell size h must be positive, got {h}")
+        return float(h)
+    n = default_cells(shape.dim) if cells is None else int(cells)
+    if n < 1:
+        raise ValueError(f"cells must be a positive integer, got {cells}")
+    return ext / n
+
+
+def build_mesh(shape, *, cells: int | None = None, h: float | None = None,
+               refine: int | None = None) -> skfem.Mesh:
+    """A first-order simplex mesh of ``shape`` (a pinn geometry)."""
+    if refine is not None:
+        if refine < 0:
+            raise ValueError(f"refine must be >= 0, got {refine}")
+        base = build_mesh(shape, cells=cells if cells is not None else 2, h=h)
+        return refine_mesh(base, shape, refine)
+    k = _kind(shape)
+    dim = shape.dim
+    hh = _target_h(shape, cells, h)
+    if k == "Interval" or (dim == 1 and hasattr(shape, "bounds")):
+        lo, hi = _bounds(shape)
+        n = max(1, int(math.ceil((hi[0] - lo[0]) / hh - 1e-9)))
+        return skfem.MeshLine(np.linspace(lo[0], hi[0], n + 1))
+    if k in ("Disk", "Ellipse") and dim == 2:
+        c = np.asarray(shape.center, dtype=np.float64)
+        ax = (np.array([shape.radius] * 2, dtype=np.float64) if k == "Disk"
+              else np.asarray(shape.semi_axes, dtype=np.float64))
+        nref = max(1, int(math.ceil(math.log2(max(ax) / hh))))
+        m = skfem.MeshTri.init_circle(nref)
+        return skfem.MeshTri(m.p * ax[:, None] + c[:, None], m.t)
+    if k == "Ball" and dim == 3:
+        c = np.asarray(shape.center, dtype=np.float64)
+        r = float(shape.radius)
+        nref = max(1, int(math.ceil(math.log2(r / hh))))
+        m = skfem.MeshTet.init_ball(nref)
+        return skfem.MeshTet(m.p * r + c[:, None], m.t)
+    if dim in (2, 3) and _rectilinear(shape):
+        grids = [_subdivide(_breaks(shape, a), hh) for a in range(dim)]
+        m = (skfem.MeshTri.init_tensor(*grids) if dim == 2 else skfem.MeshTet.init_tensor(*grids))
+        if k in ("Rectangle", "Box"):
+            return m
+        return _keep_inside(m, shape)
+    if dim == 2:
+        fd = _sdf_fn(shape)
+        if fd is None:
+            raise UnsupportedProblem(f"cannot mesh {shape!r}: it has no sdf(); pass mesh=...")
+        lo, hi = _bounds(shape)
+        scale = float(np.max(hi - lo))
+        p, t = _distmesh2d(fd, hh, lo - 0.1 * hh, hi + 0.1 * hh, _corners(shape, fd, scale))
+        return skfem.MeshTri(p.T.copy(), t.T.astype(np.int32).copy())
+    raise UnsupportedProblem(
+        f"the FEM baseline cannot mesh {k} in {dim}-D without an external mesher; "
+        "build a scikit-fem mesh yourself (e.g. with gmsh) and pass mesh=..."
+    )
+
+
+def refine_mesh(mesh: skfem.Mesh, shape, times: int) -> skfem.Mesh:
+    """Refine uniformly ``times`` times, moving new boundary nodes onto the shape's boundary."""
+    fd = _sdf_fn(shape)
+    lo, hi = _bounds(shape)
+    scale = float(np.max(hi - lo))
+    for _ in range(times):
+        mesh = mesh.refined()
+        if fd is not None and mesh.dim() > 1:
+            b = mesh.boundary_nodes()
+            pts = mesh.p[:, b].T
+            d = fd(pts)
+            off = np.abs(d) > 1e-12 * scale
+            if np.any(off):
+                p = mesh.p.copy()
+                p[:, b[off]] = _project(fd, pts[off], scale).T
+                mesh = type(mesh)(p, mesh.t)
+    return mesh
+
+
+# ---------------------------------------------------------------------------
+# boundary parts
+
+
+def facet_midpoints(mesh: skfem.Mesh, facets: np.ndarray) -> np.ndarray:
+    return mesh.p[:, mesh.facets[:, facets]].mean(axis=1).T
+
+
+def _mask(shape, pts: np.ndarray, on) -> np.ndarray:
+    if isinstance(on, str) and on == "boundary":
+        return np.ones(len(pts), dtype=bool)
+    if not hasattr(shape, "boundary_mask"):
+        raise UnsupportedProblem(f"{shape!r} has no boundary_mask(); cannot select {on!r}")
+    return np.asarray(shape.boundary_mask(pts, on), dtype=bool).reshape(-1)
+
+
+def select_facets(mesh: skfem.Mesh, shape, on) -> np.ndarray:
+    """Indices of the boundary facets of ``mesh`` on the part(s) ``on`` of ``shape``.
+
+    Facet midpoints are moved onto curved boundaries first (with the sdf) so
+    that the geometry's own test decides.
+    """
+    bf = mesh.boundary_facets()
+    if isinstance(on, str) and on == "boundary":
+        return bf
+    mid = facet_midpoints(mesh, bf)
+    fd = _sdf_fn(shape)
+    if fd is not None and mesh.dim() > 1:
+        lo, hi = _bounds(shape)
+        mid = _project(fd, mid, float(np.max(hi - lo)), iters=2)
+    return bf[_mask(shape, mid, on)]
+
+
+def select_boundary_points(shape, pts: np.ndarray, on) -> np.ndarray:
+    """Mask of points (on the mesh boundary) that lie on the part(s) ``on``."""
+    return _mask(shape, pts, on)

@@ -1,0 +1,360 @@
+"""FEMSolution: a finite-element solution that can be evaluated anywhere, compared and saved."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import skfem
+from scipy.spatial import cKDTree
+
+from pinn.dsl import expr as E
+from pinn.fem._numeric import evaluate_points
+
+__all__ = ["FEMSolution", "evaluation_points"]
+
+_MESHES = {"MeshLine1": skfem.MeshLine1, "MeshTri1": skfem.MeshTri1, "MeshTet1": skfem.MeshTet1}
+_ELEMENTS = {
+    ("MeshLine1", 1): skfem.ElementLineP1, ("MeshLine1", 2): skfem.ElementLineP2,
+    ("MeshTri1", 1): skfem.ElementTriP1, ("MeshTri1", 2): skfem.ElementTriP2,
+    ("MeshTri1", 3): skfem.ElementTriP3, ("MeshTri1", 4): skfem.ElementTriP4,
+    ("MeshTet1", 1): skfem.ElementTetP1, ("MeshTet1", 2): skfem.ElementTetP2,
+}
+CHUNK = 8192
+
+
+class _Locator:
+    """Finds the cell and the reference coordinates of points (no dense points x cells array).
+
+    Points outside the mesh (e.g. just outside a polygonal approximation of a
+    curved boundary) are evaluated by extending the polynomial of the nearest
+    cell.
+    """
+
+    def __init__(self, mesh: skfem.Mesh):
+        p, t = mesh.p, mesh.t
+        self.dim = p.shape[0]
+        self.ne = t.shape[1]
+        if self.dim == 1:
+            x0, x1 = p[0, t[0]], p[0, t[1]]
+            self.left = np.minimum(x0, x1)
+            self.order = np.argsort(self.left)
+            self.sorted_left = self.left[self.order]
+            self.x0, self.len = x0, x1 - x0
+        else:
+            self.v0 = p[:, t[0]].T                                   # ne, d
+            A = np.stack([p[:, t[k]].T - self.v0 for k in range(1, self.dim + 1)], axis=2)
+            self.Ainv = np.linalg.inv(A)                             # ne, d, d
+            self.tree = cKDTree(p[:, t].mean(axis=1).T)
+            self.k = min(self.ne, 12 if self.dim == 2 else 24)
+
+    def locate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """Cells ``[n]``, reference coordinates ``[d, n]`` and the worst outside distance."""
+        if self.dim == 1:
+            idx = np.clip(np.searchsorted(self.sorted_left, x[:, 0], side="right") - 1,
+                          0, self.ne - 1)
+            cells = self.order[idx]
+            X = (x[:, 0] - self.x0[cells]) / self.len[cells]
+            worst = float(np.max(np.maximum(-X, X - 1), initial=0.0))
+            return cells, X[None, :], worst
+        _, cand = self.tree.query(x, self.k)
+        cand = cand.reshape(len(x), -1)
+        loc = np.einsum("nkij,nkj->nki", self.Ainv[cand], x[:, None, :] - self.v0[cand])
+        bary = np.concatenate([1 - loc.sum(axis=2, keepdims=True), loc], axis=2)
+        score = bary.min(axis=2)                                     # n, k
+        best = np.argmax(score, axis=1)
+        rows = np.arange(len(x))
+        cells = cand[rows, best]
+        X = loc[rows, best].T
+        worst = float(max(0.0, -np.min(score[rows, best], initial=0.0)))
+        return cells, X, worst
+
+
+def evaluation_points(problem, n: int | None = None, n_times: int = 11) -> np.ndarray:
+    """A regular grid over the domain (cells outside dropped), times ``n_times`` levels."""
+    shape = problem.space
+    lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in shape.bounds)
+    d = len(lo)
+    n = n or {1: 1001, 2: 101, 3: 31}.get(d, 11)
+    axes = [np.linspace(lo[i], hi[i], n) for i in range(d)]
+    pts = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
+    inside = np.asarray(shape.contains(pts), dtype=bool).reshape(-1)
+    pts = pts[inside]
+    if problem.is_evolution:
+        tI = problem.time
+        ts = np.linspace(float(tI.t0), float(tI.t1), n_times)
+        pts = np.concatenate([np.column_stack([pts, np.full(len(pts), t)]) for t in ts])
+    return pts
+
+
+class FEMSolution:
+    """A finite-element solution: ``evaluate(points)``, ``errors()``, ``save()``/``load()``.
+
+    ``snapshots[k]`` holds all degrees of freedom at ``times[k]`` (``times`` is
+    None for a steady problem).  Fields in ``up_to_constant`` are determined
+    up to an additive constant (a pressure with velocity Dirichlet conditions
+    everywhere); they are stored with zero mean and compared after removing
+    the mean difference.
+    """
+
+    def __init__(self, mesh: skfem.Mesh, fields: tuple[str, ...], degrees: Mapping[str, int],
+                 snapshots: np.ndarray, *, coords: tuple[str, ...], time: str | None = None,
+                 times: np.ndarray | None = None, solve_seconds: float = 0.0,
+                 up_to_constant: tuple[str, ...] = (), info: Mapping | None = None,
+                 problem=None):
+        self.mesh = mesh
+        self.fields = tuple(fields)
+        self.degrees = dict(degrees)
+        self.snapshots = np.atleast_2d(np.asarray(snapshots, dtype=np.float64))
+        self.coords = tuple(coords)
+        self.time = time
+        self.times = None if times is None else np.asarray(times, dtype=np.float64)
+        self.solve_seconds = float(solve_seconds)
+        self.up_to_constant = tuple(up_to_constant)
+        self.info = dict(info or {})
+        self.problem = problem
+        mname = type(mesh).__name__
+        self._elements = {f: _ELEMENTS[(mname, self.degrees[f])]() for f in self.fields}
+        self._dofs = {}
+        off = 0
+        self.offsets = {}
+        for f in self.fields:
+            dofs = skfem.Dofs(mesh, self._elements[f])
+            self._dofs[f] = dofs.element_dofs
+            self.offsets[f] = off
+            off += dofs.N
+        if self.snapshots.shape[1] != off:
+            raise ValueError(f"snapshots have {self.snapshots.shape[1]} values per step, the "
+                             f"mesh and elements need {off}")
+        self._locator: _Locator | None = None
+
+    # -- basic properties ------------------------------------------------------
+    @property
+    def dofs(self) -> int:
+        """Number of degrees of freedom (all fields, one time level)."""
+        return int(self.snapshots.shape[1])
+
+    @property
+    def cells(self) -> int:
+        return int(self.mesh.t.shape[1])
+
+    @property
+    def is_evolution(self) -> bool:
+        return self.times is not None
+
+    def values(self, field: str | E.Field, step: int = -1) -> np.ndarray:
+        """The dof vector of one field at a stored step."""
+        name = field.name if isinstance(field, E.Field) else field
+        off = self.offsets[name]
+        n = self._dofs[name].max() + 1
+        return self.snapshots[step, off: off + n]
+
+    def __repr__(self) -> str:
+        deg = ", ".join(f"{f}: P{k}" for f, k in self.degrees.items())
+        steps = f", {len(self.times)} stored steps" if self.is_evolution else ""
+        return (f"FEMSolution({type(self.mesh).__name__} with {self.cells} cells, {deg}, "
+                f"{self.dofs} dofs{steps}, solved in {self.solve_seconds:.3g} s)")
+
+    # -- evaluation --------------------------------------------------------------
+    def __call__(self, points) -> dict[str, np.ndarray]:
+        return self.evaluate(points)
+
+    def evaluate(self, points, fields=None) -> dict[str, np.ndarray]:
+        """Values at ``points[N, d]`` (``d`` spatial coordinates, then time for evolution).
+
+        Evaluated in chunks of 8192 points with a cell search (KD-tree on
+        cell centres, then barycentric tests); evolution problems interpolate
+        linearly between stored steps.
+        """
+        pts = np.asarray(points, dtype=np.float64)
+        sd = self.mesh.p.shape[0]
+        want = sd + (1 if self.is_evolution else 0)
+        if pts.ndim != 2 or pts.shape[1] != want:
+            raise ValueError(f"points must have shape [N, {want}] ({', '.join(self.coords)}), got "
+                             f"{pts.shape}")
+        names = self.fields if fields is None else tuple(
+            f.name if isinstance(f, E.Field) else f for f in fields)
+        if self._locator is None:
+            self._locator = _Locator(self.mesh)
+        out = {f: np.empty(len(pts)) for f in names}
+        worst = 0.0
+        for s in range(0, len(pts), CHUNK):
+            chunk = pts[s: s + CHUNK]
+            cells, X, w = self._locator.locate(chunk[:, :sd])
+            worst = max(worst, w)
+            if self.is_evolution:
+                k, wt = self._time_weights(chunk[:, sd])
+            for f in names:
+                el = self._elements[f]
+                edofs = self._dofs[f][:, cells] + self.offsets[f]       # nb, n
+                phi = np.stack([el.lbasis(X, i)[0] for i in range(edofs.shape[0])])
+                phi = phi.reshape(edofs.shape)
+                if self.is_evolution:
+                    a = np.sum(phi * self.snapshots[k[None, :], edofs], axis=0)
+                    b = np.sum(phi * self.snapshots[k[None, :] + 1, edofs], axis=0)
+                    out[f][s: s + CHUNK] = (1 - wt) * a + wt * b
+                else:
+                    out[f][s: s + CHUNK] = np.sum(phi * self.snapshots[0][edofs], axis=0)
+        if worst > 0.05:
+            warnings.warn(f"some points lie outside the mesh (up to {worst:.2g} cell sizes); "
+                          "their values are extrapolated", stacklevel=2)
+        return out
+
+    def _time_weights(self, t: np.ndarray):
+        ts = self.times
+        if len(ts) == 1:
+            return np.zeros(len(t), dtype=np.int64), np.zeros(len(t))
+        k = np.clip(np.searchsorted(ts, t, side="right") - 1, 0, len(ts) - 2)
+        w = np.clip((t - ts[k]) / (ts[k + 1] - ts[k]), 0.0, 1.0)
+        return k, w
+
+    # -- errors --------------------------------------------------------------------
+    def _reference_fn(self, exact) -> Callable:
+        if exact is None and self.problem is not None:
+            if self.problem.exact:
+                exact = self.problem.exact
+            elif self.problem.reference is not None:
+                exact = self.problem.reference
+        if exact is None:
+            raise ValueError("no exact solution or reference to compare with: pass exact= "
+                             "({field: expr} or a callable points -> {field: values})")
+        if isinstance(exact, Mapping):
+            exprs = {(f.name if isinstance(f, E.Field) else str(f)): E.as_expr(v)
+                     for f, v in exact.items()}
+            coords = [E.Coord(c) for c in self.coords]
+            tc = E.Coord(self.time) if self.time else None
+            spatial = [c for c in coords if c != tc]
+
+            def fn(points):
+                pts = np.asarray(points, dtype=np.float64)
+                cs = spatial + ([tc] if tc is not None else [])
+                return {f: evaluate_points(ex, cs, pts, time_coord=tc) for f, ex in exprs.items()}
+
+            return fn
+        if callable(exact):
+            return exact
+        raise TypeError(f"exact must be a mapping or a callable, got {type(exact).__name__}")
+
+    def errors(self, exact=None, points=None) -> dict[str, dict[str, float]]:
+        """``{"rel_l2": {field: v}, "max_abs_error": {field: v}}`` on ``points``.
+
+        ``exact``: ``{field: expr}`` or a callable ``points -> {field: values}``
+        (default: the problem's exact solution, else its reference).
+        ``points``: default :func:`evaluation_points` of the problem.
+        """
+        ref = self._reference_fn(exact)
+        if points is None:
+            if self.problem is None:
+                raise ValueError("pass points= (this solution has no problem attached)")
+            points = evaluation_points(self.problem)
+        pts = np.asarray(points, dtype=np.float64)
+        want = {k: np.asarray(v, dtype=np.float64).reshape(-1) for k, v in ref(pts).items()}
+        got = self.evaluate(pts, [f for f in self.fields if f in want])
+        rel, mx = {}, {}
+        for f, u in got.items():
+            r = want[f]
+            diff = u - r
+            if f in self.up_to_constant:
+                diff = diff - np.mean(diff)
+            rel[f] = float(np.linalg.norm(diff) / max(np.linalg.norm(r), 1e-300))
+            mx[f] = float(np.max(np.abs(diff)))
+        return {"rel_l2": rel, "max_abs_error": mx}
+
+    def l2_error(self, exact: Mapping, *, t: float | None = None, relative: bool = False,
+                 intorder: int | None = None) -> dict[str, float]:
+        """L2(Omega) norms of ``u_h - u`` by quadrature on the mesh (at time ``t``).
+
+        ``exact``: ``{field: expr}``.  For evolution problems ``t`` defaults to
+        the final time (interpolating between stored steps otherwise).
+        """
+        coords = [E.Coord(c) for c in self.coords]
+        tc = E.Coord(self.time) if self.time else None
+        spatial = [c for c in coords if c != tc]
+        if self.is_evolution:
+            t = float(self.times[-1]) if t is None else float(t)
+            k, w = self._time_weights(np.array([t]))
+            U = (1 - w[0]) * self.snapshots[k[0]] + w[0] * self.snapshots[k[0] + 1] if len(
+                self.times) > 1 else self.snapshots[0]
+        else:
+            U = self.snapshots[0]
+        out = {}
+        for f, ex in exact.items():
+            name = f.name if isinstance(f, E.Field) else str(f)
+            el = self._elements[name]
+            q = intorder if intorder is not None else 2 * self.degrees[name] + 3
+            basis = skfem.CellBasis(self.mesh, el, intorder=q)
+            uh = basis.interpolate(U[self.offsets[name]: self.offsets[name] + basis.N]).value
+            X = basis.global_coordinates().value
+            flat = X.reshape(X.shape[0], -1).T
+            ue = evaluate_points(E.as_expr(ex), spatial, flat, t=t, time_coord=tc)
+            ue = ue.reshape(uh.shape)
+            diff = uh - ue
+            if name in self.up_to_constant:
+                vol = np.sum(basis.dx)
+                diff = diff - np.sum(diff * basis.dx) / vol
+            err = float(np.sqrt(np.sum(diff**2 * basis.dx)))
+            if relative:
+                err /= max(float(np.sqrt(np.sum(ue**2 * basis.dx))), 1e-300)
+            out[name] = err
+        return out
+
+    # -- persistence -------------------------------------------------------------
+    def save(self, directory) -> Path:
+        """Write ``fem.npz`` and ``fem.json`` into ``directory`` (atomically)."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        arrays = {"p": self.mesh.p, "t": self.mesh.t, "snapshots": self.snapshots}
+        if self.times is not None:
+            arrays["times"] = self.times
+        meta = {
+            "format": "pinn.fem/1", "mesh": type(self.mesh).__name__, "fields": self.fields,
+            "degrees": self.degrees, "coords": self.coords, "time": self.time,
+            "solve_seconds": self.solve_seconds, "dofs": self.dofs, "cells": self.cells,
+            "up_to_constant": self.up_to_constant, "info": _jsonable(self.info),
+        }
+        _atomic(d / "fem.npz", lambda fh: np.savez_compressed(fh, **arrays), binary=True)
+        _atomic(d / "fem.json", lambda fh: fh.write(json.dumps(meta, indent=2)), binary=False)
+        return d
+
+    @classmethod
+    def load(cls, directory, problem=None) -> FEMSolution:
+        d = Path(directory)
+        meta = json.loads((d / "fem.json").read_text())
+        with np.load(d / "fem.npz") as z:
+            p, t, snaps = z["p"], z["t"], z["snapshots"]
+            times = z["times"] if "times" in z.files else None
+        mesh = _MESHES[meta["mesh"]](p, t)
+        return cls(mesh, tuple(meta["fields"]), meta["degrees"], snaps,
+                   coords=tuple(meta["coords"]), time=meta["time"], times=times,
+                   solve_seconds=meta["solve_seconds"],
+                   up_to_constant=tuple(meta["up_to_constant"]), info=meta.get("info"),
+                   problem=problem)
+
+
+def _jsonable(x):
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    return str(x)
+
+
+def _atomic(path: Path, write, binary: bool) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb" if binary else "w") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

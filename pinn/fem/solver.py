@@ -1,0 +1,266 @@
+"""``pinn.fem.solve``: steady problems by Newton's method, evolution by the theta-method."""
+
+from __future__ import annotations
+
+import math
+import time as _time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from pinn.fem.assemble import Discretisation
+from pinn.fem.mesh import build_mesh
+from pinn.fem.solution import FEMSolution
+from pinn.fem.weakform import translate
+
+__all__ = ["solve", "NewtonError", "Newton"]
+
+_ELEMENTS = {"P1": 1, "P2": 2, "P3": 3, "P4": 4}
+
+
+class NewtonError(RuntimeError):
+    """Newton's method did not converge."""
+
+
+@dataclass(frozen=True)
+class Newton:
+    """Newton settings: stop when ``max|dU| <= tol * max(1, max|U|)``."""
+
+    tol: float = 1e-10
+    max_iter: int = 30
+    max_halvings: int = 8
+
+
+def _degree(element) -> int:
+    if isinstance(element, int):
+        return element
+    key = str(element).upper()
+    if key not in _ELEMENTS:
+        raise ValueError(f"unknown element {element!r}; use one of {', '.join(_ELEMENTS)}")
+    return _ELEMENTS[key]
+
+
+def _newton(disc: Discretisation, U: np.ndarray, F, J, newton: Newton, what: str,
+            linear: bool, solve_with=None):
+    """Solve ``F(U) = 0`` on the free dofs from ``U`` (whose fixed dofs are already set).
+
+    ``J(U)`` returns the Jacobian's values on the discretisation's sparsity
+    pattern; ``solve_with``: a factorisation to reuse (linear problems).
+    """
+    free = disc.free
+    if linear:
+        if solve_with is None:
+            solve_with = disc.factor(J(U))
+        return U - solve_with(F(U)), 1
+    r = F(U)
+    rnorm = np.linalg.norm(r[free])
+    step = np.inf
+    for it in range(1, newton.max_iter + 1):
+        dU = -disc.factor(J(U))(r)
+        if not np.all(np.isfinite(dU)):
+            raise NewtonError(f"{what}: the Newton step is not finite (singular Jacobian?) at "
+                              f"iteration {it}; check the boundary conditions and parameters")
+        lam = 1.0
+        for _ in range(newton.max_halvings + 1):
+            V = U + lam * dU
+            rv = F(V)
+            rvn = np.linalg.norm(rv[free])
+            if np.isfinite(rvn) and (rvn <= rnorm * (1 - 1e-4 * lam) or rnorm < 1e-13):
+                break
+            lam /= 2
+        U, r, rnorm = V, rv, rvn
+        step = lam * np.max(np.abs(dU), initial=0.0)
+        if step <= newton.tol * max(1.0, np.max(np.abs(U), initial=0.0)):
+            return U, it
+    raise NewtonError(
+        f"{what}: Newton's method did not converge in {newton.max_iter} iterations (last step "
+        f"{step:.3g}, residual {rnorm:.3g}); try a finer mesh, a smaller dt, more iterations "
+        "(newton=Newton(max_iter=...)) or continuation in the nonlinear parameter"
+    )
+
+
+def solve(problem, *, cells: int | None = None, h: float | None = None,
+          refine: int | None = None, mesh=None, element: str | int = "P1",
+          dt: float | None = None, theta: float = 0.5, steps: int | None = None,
+          startup: int = 0, store_every: int | None = None, newton: Newton = Newton(),
+          intorder: int | None = None) -> FEMSolution:
+    """Solve ``problem`` with continuous Lagrange finite elements.
+
+    Mesh: ``cells`` (cells along the longest side), ``h`` (target size),
+    ``refine`` (uniform refinements of a 2-cell base mesh), or a ready
+    scikit-fem simplex ``mesh``.  ``element``: ``"P1"`` or ``"P2"`` (systems
+    with a pressure-like field use Taylor-Hood P2-P1).
+
+    Evolution problems: the theta-method (``theta=0.5`` Crank-Nicolson,
+    ``theta=1`` implicit Euler) with step ``dt`` (or ``steps``); default
+    ``dt`` ~ the cell size (P1) or its 1.5th power (P2).  ``startup`` implicit
+    Euler half-steps damp the start for rough data (Rannacher).  One LU
+    factorisation is reused when the operator does not change in time.
+    ``store_every``: keep every n-th step (default: all steps while they fit
+    in ~400 MB).
+
+    Raises :class:`~pinn.fem.UnsupportedProblem` for equations outside the
+    supported classes and :class:`NewtonError` if Newton's method fails.
+    """
+    degree = _degree(element)
+    if not 0.0 <= theta <= 1.0:
+        raise ValueError(f"theta must be in [0, 1] (0.5: Crank-Nicolson, 1: implicit Euler), "
+                         f"got {theta}")
+    wf = translate(problem, degree)
+    shape = problem.space
+    if mesh is None:
+        mesh = build_mesh(shape, cells=cells, h=h, refine=refine)
+    t_start = _time.perf_counter()
+    disc = Discretisation(problem, wf, mesh, intorder=intorder)
+    _warn_natural(problem, wf, disc)
+    info = {"element": {f.name: f"P{k}" for f, k in wf.degree.items()}, "linear": wf.linear,
+            "cells": int(mesh.t.shape[1]), "theta": None, "dt": None, "newton_iterations": 0}
+    if not problem.is_evolution:
+        U0 = disc.dirichlet_values(np.zeros(disc.N))
+        U, its = _newton(disc, U0, disc.residual, disc.jacobian_data, newton,
+                         f"{problem.name} (steady)", wf.linear)
+        info["newton_iterations"] = its
+        U = _zero_means(disc, U)
+        snapshots, times = U[None, :], None
+    else:
+        snapshots, times = _evolve(problem, disc, wf, dt=dt, theta=theta, steps=steps,
+                                   startup=startup, store_every=store_every, newton=newton,
+                                   info=info)
+    seconds = _time.perf_counter() - t_start
+    return FEMSolution(
+        mesh, problem.field_names, {f.name: k for f, k in wf.degree.items()}, snapshots,
+        coords=tuple(c.name for c in problem.coords),
+        time=problem.time_coord.name if problem.time_coord is not None else None,
+        times=times, solve_seconds=seconds,
+        up_to_constant=tuple(f.name for f in disc.pinned), info=info, problem=problem,
+    )
+
+
+def _zero_means(disc: Discretisation, U: np.ndarray) -> np.ndarray:
+    if not disc.pinned:
+        return U
+    U = U.copy()
+    means = disc.mean_values(U)
+    for f in disc.pinned:
+        off = disc.offsets[f]
+        U[off: off + disc.bases[f].N] -= means[f]
+    return U
+
+
+def _warn_natural(problem, wf, disc: Discretisation) -> None:
+    """Say which boundary facets get the natural (zero-flux) condition."""
+    bf = disc.mesh.boundary_facets()
+    if bf.size == 0 or disc.mesh.dim() == 0:
+        return
+    from pinn.fem.mesh import select_facets
+
+    covered: dict = {f: set() for f in wf.fields}
+    for ds in wf.dirichlet:
+        covered[ds.field].update(select_facets(disc.mesh, disc.shape, ds.on).tolist())
+    for bt in wf.boundary:
+        covered[bt.test].update(select_facets(disc.mesh, disc.shape, bt.on).tolist())
+    for f in wf.fields:
+        if f in wf.value_free or wf.degree[f] < max(wf.degree.values()):
+            continue  # pressure-like fields carry no boundary condition
+        missing = len(set(bf.tolist()) - covered[f])
+        if missing:
+            warnings.warn(
+                f"{problem.name}: {missing} of {bf.size} boundary facets have no condition on "
+                f"{f.name}; the FEM baseline applies the natural (zero-flux) condition there",
+                stacklevel=3)
+
+
+def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, store_every, newton,
+            info):
+    tI = problem.time
+    t0, t1 = float(tI.t0), float(tI.t1)
+    T = t1 - t0
+    if steps is None:
+        if dt is None:
+            lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in problem.space.bounds)
+            hcell = float(np.max(hi - lo)) / max(1.0, disc.mesh.t.shape[1] ** (1 / disc.mesh.dim()))
+            k = max(wf.degree.values())
+            rel = (hcell / float(np.max(hi - lo))) ** ((k + 1) / 2)
+            steps = int(min(20000, max(50, math.ceil(1 / rel))))
+        else:
+            if not dt > 0:
+                raise ValueError(f"dt must be positive, got {dt}")
+            steps = max(1, int(math.ceil(T / dt - 1e-9)))
+    dt = T / steps
+    info.update(theta=theta, dt=dt, steps=steps)
+    if store_every is None:
+        budget = 5e7
+        store_every = max(1, int(math.ceil((steps + 1) * disc.N / budget)))
+        if store_every > 1:
+            warnings.warn(f"{problem.name}: storing every {store_every}th of {steps} steps "
+                          "(memory); pass store_every= to change", stacklevel=3)
+    U = disc.interpolate(wf.initial, t=t0)
+    snaps, times = [U.copy()], [t0]
+    mass_const = not any(
+        problem.time_coord in _coords(m) for form in wf.equations for m in form.mass.values())
+    M0data = disc.mass_data(t0) if mass_const else None
+    const_op = wf.linear and not wf.operator_depends_on_time
+    K = disc.jacobian_data(U, t0) if const_op else None
+    Kmat = disc.matrix(K) if const_op else None
+    r0_cache = None
+    factors: dict = {}
+    total_its = 0
+
+    def R(V, t):
+        """The spatial residual; ``K V + r0(t)`` when the operator is linear and constant."""
+        nonlocal r0_cache
+        if Kmat is None:
+            return disc.residual(V, t)
+        if wf.depends_on_time or r0_cache is None:
+            r0 = disc.residual(np.zeros_like(V), t)
+            if not wf.depends_on_time:
+                r0_cache = r0
+        else:
+            r0 = r0_cache
+        return Kmat @ V + r0
+
+    R_prev = R(U, t0)
+    startup = max(0, min(int(startup), steps))
+    n_half = 2 * startup
+    schedule = [(0.5 * dt, 1.0)] * n_half + [(dt, theta)] * (steps - startup)
+    t = t0
+    for k_step, (h, th) in enumerate(schedule, start=1):
+        t_new = t0 + (dt * (k_step / 2) if k_step <= n_half else dt * (startup + k_step - n_half))
+        Mdata = M0data if mass_const else disc.mass_data(t + 0.5 * h)
+        Mmat = disc.matrix(Mdata)
+        Ug = disc.dirichlet_values(U, t_new)
+        Un, Rp = U, R_prev
+
+        def F(V, Un=Un, Rp=Rp, Mmat=Mmat, h=h, th=th, t_new=t_new):
+            return Mmat @ (V - Un) / h + th * R(V, t_new) + (1 - th) * Rp
+
+        def J(V, Mdata=Mdata, h=h, th=th, t_new=t_new):
+            Jr = K if K is not None else disc.jacobian_data(V, t_new)
+            return Mdata / h + th * Jr
+
+        solve_with = None
+        if const_op and mass_const:
+            key = (h, th)
+            if key not in factors:
+                factors[key] = disc.factor(J(Ug))
+            solve_with = factors[key]
+        U, its = _newton(disc, Ug, F, J, newton, f"{problem.name} (step to t={t_new:.6g})",
+                         wf.linear, solve_with)
+        total_its += its
+        R_prev = R(U, t_new)
+        t = t_new
+        if k_step < n_half:
+            continue
+        j = startup + max(0, k_step - n_half)
+        if j % store_every == 0 or k_step == len(schedule):
+            snaps.append(U.copy())
+            times.append(t)
+    info["newton_iterations"] = total_its
+    return np.array(snaps), np.array(times)
+
+
+def _coords(e):
+    from pinn.dsl.calculus import coords_of
+
+    return coords_of(e)

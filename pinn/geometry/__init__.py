@@ -1,0 +1,34 @@
+"""Geometry: shapes, CSG, space-time domains, boundary parts and point samplers.
+
+    from pinn.geometry import Rectangle, Disk, TimeInterval, Sobol
+    domain = Rectangle((0, 0), (1, 1)) - Disk((0.5, 0.5), 0.2)
+    x = domain.sample_interior(key, 1000, Sobol())
+    b = domain.sample_boundary(key, 200, on="circle")   # points, normals, part
+
+See :mod:`pinn.geometry.base` for the conventions, :mod:`pinn.geometry.csg`
+for how CSG shapes name their boundary parts and :mod:`pinn.geometry.samplers`
+for what runs inside jit.
+"""
+
+from pinn.geometry.base import BoundarySample, Domain, Shape
+from pinn.geometry.csg import Difference, Intersection, Renamed, Union
+from pinn.geometry.polygon import Polygon, Triangle
+from pinn.geometry.primitives import Ball, Box, Disk, Ellipse, Interval, Rectangle
+from pinn.geometry.samplers import (
+    RAD,
+    Grid,
+    Halton,
+    LatinHypercube,
+    Sampler,
+    Sobol,
+    Uniform,
+    rad_select,
+)
+from pinn.geometry.spacetime import SpaceTime, TimeInterval
+
+__all__ = [
+    "Shape", "Domain", "BoundarySample",
+    "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
+    "Union", "Difference", "Intersection", "Renamed", "TimeInterval", "SpaceTime",
+    "Sampler", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD", "rad_select",
+]

@@ -1,0 +1,283 @@
+"""Sampling machinery shared by all shapes (internal).
+
+A shape describes its interior and its boundary as lists of :class:`Piece`:
+each piece has a measure (area, length, ...) and a measure-preserving map
+from the unit cube ``[0, 1]^pdim`` onto it.  To sample, the first unit
+coordinate ``s`` picks a piece with probability proportional to its measure
+and is rescaled to ``[0, 1]`` inside that piece's slice (so the whole map stays
+measure preserving and quasi-random points stay well spread); the remaining
+coordinates are passed on.  CSG shapes add an ``accept`` test to the pieces of
+their operands (keep only what lies on the CSG boundary / in its interior).
+
+Rejection with fixed shapes (jit-friendly): each round proposes ``m``
+candidates, ``m`` sized at trace time from an estimate of the acceptance rate
+so that one round is almost always enough; the accepted ones are written in
+order of proposal into a buffer of ``n`` slots with a ``cumsum`` rank
+(stable: the first ``n`` accepted, which keeps quasi-random sequences
+balanced).  A ``lax.while_loop`` runs further rounds (keys ``fold_in(key, r)``)
+until ``n`` are filled, at most ``MAX_ROUNDS``; if still short, the accepted
+points are repeated cyclically (only possible when almost nothing is
+accepted, which the trace-time estimate rejects with an error first).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pinn.geometry.samplers import Grid, float_dtype, lattice, lattice_counts, thin
+
+MAX_ROUNDS = 256
+RATE_CANDIDATES = 1 << 15
+MIN_RATE = 1e-4
+
+
+@dataclass(frozen=True, eq=False)
+class Piece:
+    """A region (interior) or a part of the boundary with a unit-cube parameterisation.
+
+    ``map(loc[m, pdim]) -> x[m, dim]``; boundary pieces also give
+    ``normal(x) -> n[m, dim]`` (outward, unit) and ``on(x, tol) -> bool[m]``;
+    ``accept(x, n, tol) -> bool[m]`` (or None) restricts the piece (CSG).
+    """
+
+    name: str | None
+    measure: float
+    pdim: int
+    map: Callable
+    normal: Callable | None = None
+    on: Callable | None = None
+    accept: Callable | None = None
+    leaf: int = 0
+
+    def restrict(self, keep: Callable, *, flip: bool = False) -> Piece:
+        """Keep only points where ``keep(x, n, tol)``; ``flip`` reverses the normals."""
+        prev, normal = self.accept, self.normal
+        if flip and normal is not None:
+            normal = _negated(self.normal)
+
+        def accept(x, n, tol):
+            ok = keep(x, n, tol)
+            if prev is None:
+                return ok
+            return ok & prev(x, None if n is None else (-n if flip else n), tol)
+
+        return replace(self, normal=normal, accept=accept)
+
+
+def _negated(f):
+    return lambda x: -f(x)
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """What to sample: pieces, how to finish the points, an extra predicate."""
+
+    pieces: tuple[Piece, ...]
+    part: tuple[int, ...]  # part id of each piece
+    pdim: int
+    boundary: bool
+    tol: float
+    extra: int = 0  # unit coordinates passed to `finish` (time)
+    finish: Callable | None = None  # (x_core, u_extra) -> x_full
+    keep: Callable | None = None  # x_full -> bool (predicates)
+
+    @property
+    def dunit(self) -> int:
+        return max(self.pdim, 1) + self.extra
+
+    @property
+    def rejects(self) -> bool:
+        return self.keep is not None or any(p.accept is not None for p in self.pieces)
+
+
+def propose(spec: Spec, u):
+    """Map unit points ``u[m, dunit]`` -> (x_full, normals | None, part ids, ok | None)."""
+    pieces = spec.pieces
+    m = u.shape[0]
+    dt = u.dtype
+    meas = np.array([p.measure for p in pieces], dtype=np.float64)
+    frac = meas / meas.sum()
+    cum = np.cumsum(frac)
+    start = cum - frac
+    core = max(spec.pdim, 1)
+    if len(pieces) == 1:
+        idx = jnp.zeros((m,), jnp.int32)
+        loc = u[:, : spec.pdim]
+    else:
+        s = u[:, 0]
+        idx = jnp.clip(jnp.searchsorted(jnp.asarray(cum[:-1], dt), s, side="right"),
+                       0, len(pieces) - 1).astype(jnp.int32)
+        loc0 = jnp.clip((s - jnp.asarray(start, dt)[idx]) / jnp.asarray(frac, dt)[idx], 0.0, 1.0)
+        loc = jnp.concatenate([loc0[:, None], u[:, 1: spec.pdim]], axis=1)[:, : spec.pdim]
+    ar = jnp.arange(m)
+    xs = [p.map(loc) for p in pieces]
+    x = jnp.stack(xs)[idx, ar] if len(xs) > 1 else xs[0]
+    normals = None
+    if spec.boundary:
+        ns = [p.normal(xi) for p, xi in zip(pieces, xs, strict=True)]
+        normals = jnp.stack(ns)[idx, ar] if len(ns) > 1 else ns[0]
+    ok = None
+    if any(p.accept is not None for p in pieces):
+        oks = []
+        for j, p in enumerate(pieces):
+            if p.accept is None:
+                oks.append(jnp.ones((m,), bool))
+            else:
+                oks.append(p.accept(xs[j], ns[j] if spec.boundary else None, spec.tol))
+        ok = jnp.stack(oks)[idx, ar] if len(oks) > 1 else oks[0]
+    if spec.finish is not None:
+        x = spec.finish(x, u[:, core:])
+    if spec.keep is not None:
+        k = spec.keep(x)
+        ok = k if ok is None else ok & k
+    part = jnp.asarray(np.array(spec.part, np.int32))[idx]
+    return x, normals, part, ok
+
+
+@functools.lru_cache(maxsize=256)
+def acceptance_rate(owner, kind: str, on, coords, dtype_name: str) -> float:
+    """Fraction of proposals accepted (trace time, numpy randomness, cached)."""
+    spec = owner._spec(kind, on, coords)
+    if not spec.rejects:
+        return 1.0
+    rng = np.random.default_rng(12345)
+    u = rng.random((RATE_CANDIDATES, spec.dunit))
+    with jax.ensure_compile_time_eval():
+        _, _, _, ok = propose(spec, jnp.asarray(u, dtype=dtype_name))
+        count = int(np.asarray(ok).sum())
+    rate = count / RATE_CANDIDATES
+    what = "boundary part(s) " + _describe(on) if kind == "boundary" else "interior"
+    if count == 0:
+        raise ValueError(
+            f"the {what} of {owner!r} has no measurable size: none of {RATE_CANDIDATES} "
+            "candidate points were accepted; check the part name or predicate (a predicate "
+            "such as x == 0.5 that meets the boundary only at isolated points selects nothing)"
+        )
+    if rate < 1e-3:
+        warnings.warn(
+            f"only {rate:.2e} of the candidate points lie on the {what} of {owner!r}; sampling "
+            "it is slow", stacklevel=4,
+        )
+    return max(rate, MIN_RATE)
+
+
+def _describe(on) -> str:
+    return repr(on) if isinstance(on, (str, tuple)) else f"where {on}"
+
+
+def fill(key, n: int, m: int, prop: Callable):
+    """First ``n`` accepted of rounds of ``m`` proposals; ``prop(key) -> (values, ok)``."""
+    vals0, ok0 = prop(jax.random.fold_in(key, 0))
+    buf = jax.tree.map(lambda v: jnp.zeros((n,) + v.shape[1:], v.dtype), vals0)
+
+    def put(buf, count, vals, ok):
+        rank = count + jnp.cumsum(ok.astype(jnp.int32)) - 1
+        slot = jnp.where(ok & (rank < n), rank, n)
+        buf = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buf, vals)
+        return buf, jnp.minimum(count + jnp.sum(ok.astype(jnp.int32)), n)
+
+    buf, count = put(buf, jnp.int32(0), vals0, ok0)
+
+    def cond(state):
+        r, _, count = state
+        return (count < n) & (r < MAX_ROUNDS)
+
+    def body(state):
+        r, buf, count = state
+        vals, ok = prop(jax.random.fold_in(key, r))
+        buf, count = put(buf, count, vals, ok)
+        return r + 1, buf, count
+
+    _, buf, count = jax.lax.while_loop(cond, body, (jnp.int32(1), buf, count))
+    i = jnp.arange(n)
+    take = jnp.where(i < count, i, i % jnp.maximum(count, 1))
+    return jax.tree.map(lambda b: b[take], buf)
+
+
+def candidates_for(n: int, rate: float) -> int:
+    """Proposals per round so that ``n`` are accepted with a margin of ~4 sigma."""
+    m = (n + 4.0 * math.sqrt(n) + 8.0) / (0.95 * rate)
+    return int(min(math.ceil(m), 64 * n + 4096))
+
+
+def draw(owner, key, n: int, sampler, kind: str, on, coords):
+    """(points, normals | None, part) for ``owner._spec(kind, on, coords)``."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(
+            f"the number of points must be a positive Python int (static under jit), got {n!r}"
+        )
+    n = int(n)
+    dtype = np.dtype(float_dtype()).name
+    if isinstance(sampler, Grid):
+        pts, nrm, part = grid_points(owner, n, kind, on, coords, dtype)
+        return (jnp.asarray(pts), None if nrm is None else jnp.asarray(nrm), jnp.asarray(part))
+    spec = owner._spec(kind, on, coords)
+    if not spec.rejects:
+        x, nrm, part, _ = propose(spec, sampler.unit(key, n, spec.dunit))
+        return x, nrm, part
+    rate = acceptance_rate(owner, kind, on, coords, dtype)
+    m = candidates_for(n, rate)
+
+    def prop(k):
+        x, nrm, part, ok = propose(spec, sampler.unit(k, m, spec.dunit))
+        return (x, nrm, part), ok
+
+    return fill(key, n, m, prop)
+
+
+@functools.lru_cache(maxsize=128)
+def grid_points(owner, n: int, kind: str, on, coords, dtype: str):
+    """Regular points (numpy), see :class:`pinn.geometry.samplers.Grid`."""
+    with jax.ensure_compile_time_eval():
+        if kind == "interior":
+            lo, hi = (np.asarray(b, np.float64) for b in owner.bounds)
+            aspect = hi - lo
+
+            def make(target):
+                counts = lattice_counts(target, aspect)
+                pts = lo + lattice(counts) * aspect
+                ok = np.asarray(owner.contains(jnp.asarray(pts, dtype)))
+                return pts[ok].astype(dtype), None, np.zeros(int(ok.sum()), np.int32)
+        else:
+            spec = owner._spec(kind, on, coords)
+            aspect = _boundary_aspect(owner, spec)
+
+            def make(target):
+                u = lattice(lattice_counts(target, aspect))
+                x, nrm, part, ok = propose(spec, jnp.asarray(u, dtype))
+                ok = np.ones(u.shape[0], bool) if ok is None else np.asarray(ok)
+                return (np.asarray(x)[ok], np.asarray(nrm)[ok], np.asarray(part)[ok])
+
+        target = n
+        for _ in range(60):
+            pts, nrm, part = make(target)
+            count = pts.shape[0]
+            if count >= n:
+                break
+            target = int(math.ceil(target * 1.05 * n / max(count, 1))) + 1
+        else:  # pragma: no cover - only for sets of (almost) no measure
+            raise ValueError(f"a regular grid found only {count} of {n} points on {owner!r}")
+    keep = thin(count, n)
+    return pts[keep], (None if nrm is None else nrm[keep]), part[keep].astype(np.int32)
+
+
+def _boundary_aspect(owner, spec: Spec):
+    total = sum(p.measure for p in spec.pieces)
+    core = max(spec.pdim, 1)
+    if core == 1:
+        aspect = [total]
+    else:
+        side = math.sqrt(total / len(spec.pieces))
+        aspect = [side * len(spec.pieces)] + [side] * (core - 1)
+    if spec.extra:
+        span = owner.bounds[1][-1] - owner.bounds[0][-1]
+        aspect += [float(span)] * spec.extra
+    return aspect

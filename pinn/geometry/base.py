@@ -1,0 +1,372 @@
+"""The shape interface shared by primitives, CSG shapes and the space-time product.
+
+Conventions (all shapes):
+
+- points are arrays ``[..., dim]`` (usually ``[N, dim]``); results are ``[...]``;
+- ``sdf`` is negative inside, zero on the boundary, positive outside;
+  ``contains(points, tol=0)`` is ``sdf <= tol`` (the closed set);
+- ``bounds`` is ``(lo[dim], hi[dim])`` as numpy arrays;
+- boundary parts have names (``boundary_parts``); ``"boundary"`` means all
+  of them; a :class:`BoundarySample`'s ``part`` is an index into
+  ``boundary_parts``;
+- ``tol=None`` in masks means ``default_tol`` = ``1e-5`` times the largest
+  side of the bounding box;
+- sampling functions take an explicit ``key`` and a static ``n`` and are
+  usable inside ``jax.jit`` / ``lax.scan`` (see :mod:`pinn.geometry._core`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pinn.geometry import _core
+from pinn.geometry._core import Piece, Spec, propose
+from pinn.geometry.samplers import Sampler, Uniform, float_dtype
+
+__all__ = ["Shape", "BoundarySample"]
+
+_DEFAULT_NAMES = ("x", "y", "z")
+
+
+class BoundarySample(NamedTuple):
+    """Boundary points with their outward unit normals and part indices.
+
+    ``points[n, dim]``; ``normals[n, space_dim]`` (spatial only for space-time
+    domains); ``part[n]`` (int32) indexes the domain's ``boundary_parts``.
+    A point sampled exactly at a corner carries the normal of the part it was
+    drawn from.
+    """
+
+    points: jax.Array
+    normals: jax.Array
+    part: jax.Array
+
+
+def coord_names(coords, default: Sequence[str]) -> tuple[str, ...]:
+    """Normalise ``coords`` (None, ``"x y t"``, names or Coord nodes) to a tuple of names."""
+    if coords is None:
+        return tuple(default)
+    if isinstance(coords, str):
+        return tuple(coords.replace(",", " ").split())
+    out = []
+    for c in coords:
+        name = getattr(c, "name", c)
+        if not isinstance(name, str):
+            raise TypeError(f"coordinates are names or pinn.coords(...) nodes, got {c!r}")
+        out.append(name)
+    return tuple(out)
+
+
+def predicate_fn(expr, names: Sequence[str], tol: float):
+    """``points -> bool`` for a predicate Expr (``==`` holds within ``tol``)."""
+    from pinn.dsl import expr as E
+    from pinn.dsl.calculus import coords_of, fields_of
+    from pinn.dsl.evaluate import evaluate_on_points
+
+    coords = tuple(E.Coord(n) for n in names)
+    unknown = sorted({c.name for c in coords_of(expr)} - set(names))
+    if unknown:
+        raise ValueError(
+            f"boundary predicate {expr} uses coordinate(s) {unknown}, but the domain's "
+            f"coordinates are {list(names)}; pass coords= to name them"
+        )
+    if fields_of(expr):
+        raise ValueError(f"boundary predicate {expr} uses fields; a predicate may use "
+                         "coordinates and parameters only")
+    if not isinstance(expr, (E.Compare, E.And, E.Or, E.Not)):
+        raise ValueError(
+            f"boundary predicate {expr} is not a condition; write a comparison such as "
+            "eq(x, 0) or x**2 + y**2 < 0.25"
+        )
+
+    def keep(x):
+        return evaluate_on_points(expr, coords, x, eq_tol=tol).astype(bool)
+
+    return keep
+
+
+class Domain:
+    """Sampling and boundary-selection methods shared by shapes and space-time domains.
+
+    Subclasses provide ``dim``, ``bounds``, ``contains``, ``default_tol``,
+    ``boundary_parts``, ``_spec(kind, on, coords)`` and ``_select``.
+    """
+
+    # -- selection --------------------------------------------------------
+    def _default_coords(self) -> tuple[str, ...]:
+        if self.dim > len(_DEFAULT_NAMES):
+            raise ValueError(
+                f"a {self.dim}-D domain has no default coordinate names; pass coords="
+            )
+        return _DEFAULT_NAMES[: self.dim]
+
+    def _check_points(self, points):
+        x = jnp.asarray(points)
+        if x.ndim == 0 or x.shape[-1] != self.dim:
+            raise ValueError(
+                f"points must have shape [..., {self.dim}] for this {self.dim}-D domain, "
+                f"got {tuple(x.shape)}"
+            )
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(float_dtype())
+        return x
+
+    def _resolve_parts(self, on) -> tuple[str, ...] | None:
+        """Part names selected by ``on`` (None: a predicate, i.e. all parts + a test)."""
+        from pinn.dsl.expr import Expr
+
+        valid = self.boundary_parts
+        if isinstance(on, Expr):
+            return None
+        if isinstance(on, str):
+            names = (on,)
+        elif isinstance(on, (tuple, list)) and on and all(isinstance(s, str) for s in on):
+            names = tuple(on)
+        else:
+            raise TypeError(
+                f"'on' must be 'boundary', a part name, a tuple of part names or a predicate "
+                f"expression, got {on!r}"
+            )
+        if "boundary" in names:
+            return valid
+        bad = [s for s in names if s not in valid]
+        if bad:
+            raise ValueError(
+                f"unknown boundary part(s) {bad} of {self!r}; valid names: "
+                f"{['boundary', *valid]}"
+            )
+        return tuple(dict.fromkeys(names))
+
+    # -- masks ---------------------------------------------------------------
+    def boundary_mask(self, points, on="boundary", tol=None, coords=None):
+        """``bool[...]``: which points lie on the boundary part(s) selected by ``on``.
+
+        ``on``: ``"boundary"``, a part name, a tuple of names, or a predicate
+        expression (evaluated with the coordinate names ``coords``, default
+        ``x, y, z`` (+ ``t``), where ``==`` holds within ``tol``); a point must
+        also lie on the boundary.
+        """
+        x = self._check_points(points)
+        tol = self.default_tol if tol is None else float(tol)
+        return self._mask(x, on, tol, coords)
+
+    # -- sampling ------------------------------------------------------------
+    def sample_interior(self, key, n: int, sampler: Sampler | None = None):
+        """``[n, dim]`` points distributed by volume (area, length) in the domain."""
+        sampler = Uniform() if sampler is None else sampler
+        x, _, _ = _core.draw(self, key, n, sampler, "interior", None, None)
+        return x
+
+    def sample_boundary(self, key, n: int, sampler: Sampler | None = None, on="boundary",
+                        coords=None) -> BoundarySample:
+        """Points distributed by length (area) on the selected boundary part(s).
+
+        Returns ``BoundarySample(points[n, dim], normals, part[n])``.
+        """
+        sampler = Uniform() if sampler is None else sampler
+        on = tuple(on) if isinstance(on, list) else on
+        self._resolve_parts(on)  # validate names early with a clear message
+        names = self._coord_key(on, coords)
+        x, nrm, part = _core.draw(self, key, n, sampler, "boundary", on, names)
+        return BoundarySample(x, nrm, part)
+
+    def _coord_key(self, on, coords):
+        from pinn.dsl.expr import Expr
+
+        if isinstance(on, Expr):
+            return coord_names(coords, self._default_coords())
+        return None
+
+    def estimate_measure(self, key, n: int = 100_000):
+        """Monte Carlo volume (exact ``measure`` where known); relative error ~ 1/sqrt(n)."""
+        if self.measure is not None:
+            return jnp.asarray(self.measure, float_dtype())
+        return self._estimate(key, n, "interior", None, None)
+
+    def estimate_boundary_measure(self, key, n: int = 100_000, on="boundary", coords=None):
+        """Monte Carlo length (area) of the selected boundary part(s)."""
+        on = tuple(on) if isinstance(on, list) else on
+        parts = self._resolve_parts(on)
+        if parts is not None:
+            exact = self.part_measures
+            if all(exact.get(p) is not None for p in parts):
+                return jnp.asarray(sum(exact[p] for p in parts), float_dtype())
+        return self._estimate(key, n, "boundary", on, self._coord_key(on, coords))
+
+    def _estimate(self, key, n, kind, on, coords):
+        spec = self._spec(kind, on, coords)
+        total = sum(p.measure for p in spec.pieces) * self._extra_measure()
+        u = Uniform().unit(key, n, spec.dunit)
+        _, _, _, ok = propose(spec, u)
+        frac = 1.0 if ok is None else jnp.mean(ok.astype(float_dtype()))
+        return jnp.asarray(total * frac, float_dtype())
+
+    def _extra_measure(self) -> float:
+        return 1.0
+
+
+class Shape(Domain):
+    """A spatial domain.  Subclasses are frozen dataclasses (hashable, compared by value)."""
+
+    # -- to be provided by subclasses ---------------------------------------
+    @property
+    def dim(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def sdf(self, points):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _outward(self, x):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _interior_pieces(self) -> list[Piece]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _boundary_pieces(self) -> list[Piece]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @property
+    def measure(self) -> float | None:
+        """Area / volume / length; exact for primitives, ``None`` for CSG shapes."""
+        return None
+
+    # -- generic ---------------------------------------------------------------
+    def contains(self, points, tol: float = 0.0):
+        """``bool[...]``: points in the closed shape (``sdf <= tol``)."""
+        return self.sdf(points) <= tol
+
+    def normal(self, points):
+        """Outward unit normal ``[..., dim]`` at boundary points (of the nearest part).
+
+        Meaningful on or very near the boundary; at a corner it is the normal of
+        one of the parts meeting there.
+        """
+        return self._outward(self._check_points(points))
+
+    @property
+    def default_tol(self) -> float:
+        lo, hi = self.bounds
+        return 1e-5 * float(np.max(np.asarray(hi) - np.asarray(lo)))
+
+    @property
+    def boundary_parts(self) -> tuple[str, ...]:
+        """Names of the boundary parts, in order (``part`` indices refer to this)."""
+        return tuple(dict.fromkeys(p.name for p in self._boundary_pieces()))
+
+    @property
+    def part_measures(self) -> dict[str, float | None]:
+        """Length (area) of each part: exact for primitives, ``None`` for CSG shapes."""
+        out: dict[str, float | None] = {}
+        for p in self._boundary_pieces():
+            if p.accept is not None:
+                out[p.name] = None
+            elif p.name not in out or out[p.name] is not None:
+                out[p.name] = out.get(p.name, 0.0) + p.measure
+        return out
+
+    @property
+    def boundary_measure(self) -> float | None:
+        """Total boundary length (area); ``None`` where not exact (CSG)."""
+        vals = list(self.part_measures.values())
+        return None if any(v is None for v in vals) else float(sum(vals))
+
+    def periodic_shift(self, pair) -> np.ndarray:
+        """Translation taking boundary part ``pair[0]`` onto ``pair[1]`` (periodic pairs)."""
+        raise ValueError(
+            f"{self!r} has no periodic pair {tuple(pair)}: periodic pairs are opposite faces of "
+            "an Interval, Rectangle or Box, or two parallel sides of equal length of a Polygon"
+        )
+
+    def rename(self, names) -> Shape:
+        """The same shape with boundary parts renamed, e.g. ``{"circle": "hole"}``.
+
+        Several parts may share a new name (``{"left": "walls", "right": "walls"}``).
+        """
+        from pinn.geometry.csg import Renamed
+
+        return Renamed(self, names)
+
+    # -- sampling specs ---------------------------------------------------------
+    def _select(self, on, coords, tol):
+        parts = self._resolve_parts(on)
+        pieces = self._boundary_pieces()
+        names = self.boundary_parts
+        keep = None
+        if parts is None:
+            keep = predicate_fn(on, coord_names(coords, self._default_coords()), tol)
+            chosen = pieces
+        else:
+            chosen = [p for p in pieces if p.name in parts]
+        return chosen, tuple(names.index(p.name) for p in chosen), keep
+
+    def _spec(self, kind, on, coords) -> Spec:
+        tol = self.default_tol
+        if kind == "interior":
+            pieces = tuple(p for p in self._interior_pieces() if p.measure > 0)
+            return Spec(pieces, (0,) * len(pieces), self.dim, False, tol)
+        chosen, part, keep = self._select(on, coords, tol)
+        kept = [(p, i) for p, i in zip(chosen, part, strict=True) if p.measure > 0]
+        return Spec(tuple(p for p, _ in kept), tuple(i for _, i in kept), self.dim - 1, True,
+                    tol, keep=keep)
+
+    def _mask(self, x, on, tol, coords):
+        chosen, _, keep = self._select(on, coords, tol)
+        mask = jnp.zeros(x.shape[:-1], bool)
+        for p in chosen:
+            m = p.on(x, tol)
+            if p.accept is not None:
+                m = m & p.accept(x, p.normal(x), tol)
+            mask = mask | m
+        if keep is not None:
+            mask = mask & keep(x)
+        return mask
+
+    # -- CSG and products ------------------------------------------------------------
+    def _raw_boundary(self, offset: int):
+        """Boundary pieces tagged with leaf numbers (CSG naming); (pieces, number of leaves)."""
+        return [_retag(p, offset) for p in self._boundary_pieces()], 1
+
+    def __or__(self, other):
+        from pinn.geometry.csg import Union
+
+        return Union(self, _shape(other, "|"))
+
+    def __sub__(self, other):
+        from pinn.geometry.csg import Difference
+
+        return Difference(self, _shape(other, "-"))
+
+    def __and__(self, other):
+        from pinn.geometry.csg import Intersection
+
+        return Intersection(self, _shape(other, "&"))
+
+    def __mul__(self, other):
+        from pinn.geometry.spacetime import SpaceTime, TimeInterval
+
+        if isinstance(other, TimeInterval):
+            return SpaceTime(self, other)
+        return NotImplemented
+
+
+def _retag(p: Piece, leaf: int) -> Piece:
+    from dataclasses import replace
+
+    return replace(p, leaf=leaf)
+
+
+def _shape(other, op: str) -> Shape:
+    if not isinstance(other, Shape):
+        raise TypeError(
+            f"cannot combine a shape with {other!r} using '{op}'; both operands must be shapes"
+        )
+    return other

@@ -1,0 +1,314 @@
+"""Constructive solid geometry: ``a | b``, ``a - b``, ``a & b``, and renamed parts.
+
+Signed distance: ``min(a, b)``, ``max(a, -b)``, ``max(a, b)``.  The sign and the
+zero set are right, and ``|sdf|`` is a lower bound of the true distance (equal
+to it outside a union and inside an intersection), not the exact distance.
+``measure`` and ``boundary_measure`` are ``None``; use ``estimate_measure(key,
+n)`` / ``estimate_boundary_measure(key, n)`` (Monte Carlo).
+
+Boundary of a CSG shape: the parts of each piece's boundary that lie on the
+boundary of the result (for ``a - b``, the parts of ``b``'s boundary inside
+``a``, with normals flipped).  Boundaries where both pieces coincide are
+counted once: kept where the two outward normals agree in a union or an
+intersection, or are opposite for a difference (``b`` touching ``a`` from
+outside), and dropped otherwise (a shared internal wall).
+
+Part names: each piece keeps its part names.  A name that occurs in more than
+one primitive piece of the expression (its *leaves*, numbered 0, 1, ... from
+left to right as written) is prefixed with ``piece<i>.``.  So
+``Rectangle(...) - Disk(...)`` has ``left, right, bottom, top, circle``, an
+annulus ``Disk(c, 1) - Disk(c, 0.5)`` has ``piece0.circle, piece1.circle``,
+and an L-shape ``Rectangle(...) - Rectangle(...)`` has ``piece0.left`` ...
+``piece1.top`` (parts that end up with no length, such as a side of the
+removed square lying outside the L, are still listed; sampling them is an
+error).  Choose your own names with ``shape.rename({...})`` (on a piece or on
+the result): ``Rectangle(...) - Disk(...).rename({"circle": "hole"})``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import jax.numpy as jnp
+import numpy as np
+
+from pinn.geometry._core import Piece
+from pinn.geometry.base import Shape
+
+__all__ = ["Union", "Difference", "Intersection", "Renamed"]
+
+_SAME = 0.5  # cosine above which two normals count as the same direction
+
+
+class _CSG(Shape):
+    a: Shape
+    b: Shape
+
+    def _check(self, op: str):
+        for s in (self.a, self.b):
+            if not isinstance(s, Shape):
+                raise TypeError(f"{type(self).__name__} combines shapes, got {s!r}")
+        if self.a.dim != self.b.dim:
+            raise ValueError(
+                f"cannot combine a {self.a.dim}-D shape with a {self.b.dim}-D shape using "
+                f"'{op}': {self.a!r} {op} {self.b!r}"
+            )
+
+    @property
+    def dim(self) -> int:
+        return self.a.dim
+
+    @property
+    def default_tol(self) -> float:
+        return max(self.a.default_tol, self.b.default_tol)
+
+    # -- naming ----------------------------------------------------------------
+    def _raw_boundary(self, offset: int):
+        pa, na = self.a._raw_boundary(offset)
+        pb, nb = self.b._raw_boundary(offset + na)
+        keep_a, keep_b = self._keep()
+        flip = isinstance(self, Difference)
+        out = [p.restrict(keep_a) for p in pa] + [p.restrict(keep_b, flip=flip) for p in pb]
+        return out, na + nb
+
+    def _boundary_pieces(self):
+        pieces, _ = self._raw_boundary(0)
+        leaves: dict[str, set[int]] = {}
+        for p in pieces:
+            leaves.setdefault(p.name, set()).add(p.leaf)
+        return [p if len(leaves[p.name]) == 1 else replace(p, name=f"piece{p.leaf}.{p.name}")
+                for p in pieces]
+
+    # -- rules (overridden) ------------------------------------------------------
+    def _keep(self):  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def _out(s: Shape, x, tol):
+    return s.sdf(x) > tol
+
+
+def _in(s: Shape, x, tol):
+    return s.sdf(x) < -tol
+
+
+def _coincident(s: Shape, x, n, tol, sign: float):
+    """On the boundary of ``s`` with normal ``sign * n`` (same: +1, opposite: -1)."""
+    on = jnp.abs(s.sdf(x)) <= tol
+    return on & (sign * jnp.sum(n * s._outward(x), -1) > _SAME)
+
+
+@dataclass(frozen=True)
+class Union(_CSG):
+    """``a | b``: points in ``a`` or in ``b``."""
+
+    a: Shape
+    b: Shape
+
+    def __post_init__(self):
+        self._check("|")
+
+    @property
+    def bounds(self):
+        (la, ha), (lb, hb) = self.a.bounds, self.b.bounds
+        return np.minimum(la, lb), np.maximum(ha, hb)
+
+    def sdf(self, points):
+        return jnp.minimum(self.a.sdf(points), self.b.sdf(points))
+
+    def _outward(self, x):
+        pick = (self.a.sdf(x) <= self.b.sdf(x))[..., None]
+        return jnp.where(pick, self.a._outward(x), self.b._outward(x))
+
+    def _keep(self):
+        a, b = self.a, self.b
+
+        def keep_a(x, n, tol):
+            return _out(b, x, tol) | _coincident(b, x, n, tol, 1.0)
+
+        def keep_b(x, n, tol):
+            return _out(a, x, tol)
+
+        return keep_a, keep_b
+
+    def _interior_pieces(self):
+        a = self.a
+
+        def not_in_a(x, n, tol):
+            return ~a.contains(x)
+
+        pieces = self.a._interior_pieces() + [p.restrict(not_in_a)
+                                              for p in self.b._interior_pieces()]
+        return _maybe_bbox(self, pieces)
+
+
+@dataclass(frozen=True)
+class Intersection(_CSG):
+    """``a & b``: points in both ``a`` and ``b``."""
+
+    a: Shape
+    b: Shape
+
+    def __post_init__(self):
+        self._check("&")
+        lo, hi = self.bounds
+        if np.any(lo > hi):
+            raise ValueError(f"the intersection of {self.a!r} and {self.b!r} is empty "
+                             "(their bounding boxes do not overlap)")
+
+    @property
+    def bounds(self):
+        (la, ha), (lb, hb) = self.a.bounds, self.b.bounds
+        return np.maximum(la, lb), np.minimum(ha, hb)
+
+    def sdf(self, points):
+        return jnp.maximum(self.a.sdf(points), self.b.sdf(points))
+
+    def _outward(self, x):
+        pick = (self.a.sdf(x) >= self.b.sdf(x))[..., None]
+        return jnp.where(pick, self.a._outward(x), self.b._outward(x))
+
+    def _keep(self):
+        a, b = self.a, self.b
+
+        def keep_a(x, n, tol):
+            return _in(b, x, tol) | _coincident(b, x, n, tol, 1.0)
+
+        def keep_b(x, n, tol):
+            return _in(a, x, tol)
+
+        return keep_a, keep_b
+
+    def _interior_pieces(self):
+        a, b = self.a, self.b
+        pa, pb = a._interior_pieces(), b._interior_pieces()
+        if sum(p.measure for p in pb) < sum(p.measure for p in pa):
+            a, b, pa = b, a, pb
+
+        def in_b(x, n, tol):
+            return b.contains(x)
+
+        return _maybe_bbox(self, [p.restrict(in_b) for p in pa])
+
+
+@dataclass(frozen=True)
+class Difference(_CSG):
+    """``a - b``: points in ``a`` and not inside ``b`` (``b``'s boundary normals flipped)."""
+
+    a: Shape
+    b: Shape
+
+    def __post_init__(self):
+        self._check("-")
+
+    @property
+    def bounds(self):
+        return self.a.bounds
+
+    def sdf(self, points):
+        return jnp.maximum(self.a.sdf(points), -self.b.sdf(points))
+
+    def _outward(self, x):
+        pick = (self.a.sdf(x) >= -self.b.sdf(x))[..., None]
+        return jnp.where(pick, self.a._outward(x), -self.b._outward(x))
+
+    def _keep(self):
+        a, b = self.a, self.b
+
+        def keep_a(x, n, tol):
+            return _out(b, x, tol) | _coincident(b, x, n, tol, -1.0)
+
+        def keep_b(x, n, tol):  # n is already flipped (normal of the result)
+            return _in(a, x, tol)
+
+        return keep_a, keep_b
+
+    def _interior_pieces(self):
+        b = self.b
+
+        def not_in_b(x, n, tol):
+            return b.sdf(x) > 0
+
+        return _maybe_bbox(self, [p.restrict(not_in_b) for p in self.a._interior_pieces()])
+
+
+def _maybe_bbox(shape: Shape, pieces: list[Piece]) -> list[Piece]:
+    """Propose from the bounding box instead when it is smaller than the pieces."""
+    lo, hi = shape.bounds
+    box = float(np.prod(hi - lo))
+    if box >= sum(p.measure for p in pieces):
+        return pieces
+
+    def f(u):
+        return lo + u * (hi - lo)
+
+    def inside(x, n, tol):
+        return shape.contains(x)
+
+    return [Piece(None, box, shape.dim, f, accept=inside)]
+
+
+@dataclass(frozen=True)
+class Renamed(Shape):
+    """A shape with some boundary parts renamed (``shape.rename({"old": "new"})``)."""
+
+    shape: Shape
+    names: tuple[tuple[str, str], ...]
+
+    def __post_init__(self):
+        items = self.names.items() if hasattr(self.names, "items") else self.names
+        try:
+            pairs = tuple((str(k), str(v)) for k, v in items)
+        except (TypeError, ValueError):
+            raise TypeError(f"rename takes a mapping {{old: new}}, got {self.names!r}") from None
+        valid = self.shape.boundary_parts
+        bad = [k for k, _ in pairs if k not in valid]
+        if bad:
+            raise ValueError(f"cannot rename unknown boundary part(s) {bad} of {self.shape!r}; "
+                             f"valid names: {list(valid)}")
+        if any(v == "boundary" or not v for _, v in pairs):
+            raise ValueError("'boundary' (or an empty name) cannot name a part: it means the "
+                             "whole boundary")
+        object.__setattr__(self, "names", pairs)
+
+    @property
+    def dim(self) -> int:
+        return self.shape.dim
+
+    @property
+    def bounds(self):
+        return self.shape.bounds
+
+    @property
+    def measure(self):
+        return self.shape.measure
+
+    @property
+    def default_tol(self) -> float:
+        return self.shape.default_tol
+
+    def sdf(self, points):
+        return self.shape.sdf(points)
+
+    def _outward(self, x):
+        return self.shape._outward(x)
+
+    def _interior_pieces(self):
+        return self.shape._interior_pieces()
+
+    def _boundary_pieces(self):
+        m = dict(self.names)
+        return [replace(p, name=m.get(p.name, p.name)) for p in self.shape._boundary_pieces()]
+
+    def periodic_shift(self, pair):
+        inv: dict[str, list[str]] = {}
+        for old, new in self.names:
+            inv.setdefault(new, []).append(old)
+        orig = []
+        for p in pair:
+            olds = inv.get(p, [p])
+            if len(olds) != 1:
+                raise ValueError(f"part {p!r} merges several parts {olds}; it cannot be one "
+                                 "side of a periodic pair")
+            orig.append(olds[0])
+        return self.shape.periodic_shift(tuple(orig))

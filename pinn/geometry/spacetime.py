@@ -1,0 +1,171 @@
+"""Time intervals and space-time domains (``shape * TimeInterval(t0, t1)``).
+
+Points of a space-time domain are ``[..., space.dim + 1]`` with time last.
+Its boundary is the spatial boundary times the time interval (the initial
+and final time slices are not part of it; sample the initial slice with
+``sample_initial``).  Part names are the spatial shape's; boundary normals are
+spatial (``[n, space.dim]``).  Predicates may use ``t`` as well.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from pinn.geometry._core import Spec
+from pinn.geometry.base import Domain, Shape, coord_names, predicate_fn
+from pinn.geometry.samplers import Sampler
+
+__all__ = ["TimeInterval", "SpaceTime"]
+
+
+@dataclass(frozen=True)
+class TimeInterval:
+    """The time interval ``[t0, t1]``; ``shape * TimeInterval(0, 1)`` is a space-time domain."""
+
+    t0: float
+    t1: float
+
+    def __post_init__(self):
+        t0, t1 = float(self.t0), float(self.t1)
+        if not (math.isfinite(t0) and math.isfinite(t1) and t0 < t1):
+            raise ValueError(f"TimeInterval needs finite t0 < t1, got t0={self.t0!r}, "
+                             f"t1={self.t1!r}")
+        object.__setattr__(self, "t0", t0)
+        object.__setattr__(self, "t1", t1)
+
+    @property
+    def dim(self) -> int:
+        return 1
+
+    @property
+    def bounds(self):
+        return np.array([self.t0]), np.array([self.t1])
+
+    @property
+    def measure(self) -> float:
+        return self.t1 - self.t0
+
+    def contains(self, t, tol: float = 0.0):
+        t = jnp.asarray(t)
+        return (t >= self.t0 - tol) & (t <= self.t1 + tol)
+
+    def __mul__(self, other):
+        raise TypeError("write the space first: shape * TimeInterval(t0, t1)")
+
+
+@dataclass(frozen=True)
+class SpaceTime(Domain):
+    """A spatial shape times a time interval (``space * time``)."""
+
+    space: Shape
+    time: TimeInterval
+
+    def __post_init__(self):
+        if not isinstance(self.space, Shape):
+            raise TypeError(f"SpaceTime needs a spatial shape, got {self.space!r}")
+        if not isinstance(self.time, TimeInterval):
+            raise TypeError(f"SpaceTime needs a TimeInterval, got {self.time!r}")
+
+    # -- geometry ---------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return self.space.dim + 1
+
+    @property
+    def bounds(self):
+        lo, hi = self.space.bounds
+        return np.append(lo, self.time.t0), np.append(hi, self.time.t1)
+
+    @property
+    def measure(self) -> float | None:
+        m = self.space.measure
+        return None if m is None else m * self.time.measure
+
+    @property
+    def default_tol(self) -> float:
+        return self.space.default_tol
+
+    @property
+    def boundary_parts(self) -> tuple[str, ...]:
+        return self.space.boundary_parts
+
+    @property
+    def part_measures(self) -> dict[str, float | None]:
+        T = self.time.measure
+        return {k: None if v is None else v * T for k, v in self.space.part_measures.items()}
+
+    @property
+    def boundary_measure(self) -> float | None:
+        m = self.space.boundary_measure
+        return None if m is None else m * self.time.measure
+
+    def contains(self, points, tol: float = 0.0):
+        x = self._check_points(points)
+        return self.space.contains(x[..., :-1], tol) & self.time.contains(x[..., -1], tol)
+
+    def sdf(self, points):
+        """Signed distance to the product set (exact where the space's sdf is)."""
+        x = self._check_points(points)
+        ds = self.space.sdf(x[..., :-1])
+        t = x[..., -1]
+        dt = jnp.maximum(self.time.t0 - t, t - self.time.t1)
+        outside = jnp.sqrt(jnp.maximum(ds, 0.0) ** 2 + jnp.maximum(dt, 0.0) ** 2)
+        return outside + jnp.minimum(jnp.maximum(ds, dt), 0.0)
+
+    def periodic_shift(self, pair) -> np.ndarray:
+        return np.append(self.space.periodic_shift(pair), 0.0)
+
+    # -- selection and sampling ------------------------------------------------------
+    def _default_coords(self) -> tuple[str, ...]:
+        return self.space._default_coords() + ("t",)
+
+    def _finish(self, x, u):
+        t0, t1 = self.time.t0, self.time.t1
+        return jnp.concatenate([x, t0 + (t1 - t0) * u[:, :1]], axis=1)
+
+    def _select(self, on, coords, tol):
+        parts = self._resolve_parts(on)
+        keep = None
+        if parts is None:
+            keep = predicate_fn(on, coord_names(coords, self._default_coords()), tol)
+            parts = self.space.boundary_parts
+        return self.space._select(parts, None, tol) + (keep,)
+
+    def _spec(self, kind, on, coords) -> Spec:
+        boundary = kind == "boundary"
+        space = self.space._spec(kind, self._space_on(on) if boundary else None, None)
+        keep = None
+        if kind == "boundary" and self._resolve_parts(on) is None:
+            keep = predicate_fn(on, coord_names(coords, self._default_coords()), space.tol)
+        return Spec(space.pieces, space.part, space.pdim, space.boundary, space.tol, extra=1,
+                    finish=self._finish, keep=keep)
+
+    def _space_on(self, on):
+        parts = self._resolve_parts(on)
+        return self.space.boundary_parts if parts is None else parts
+
+    def _mask(self, x, on, tol, coords):
+        chosen, _, _, keep = self._select(on, coords, tol)
+        xs = x[..., :-1]
+        mask = jnp.zeros(x.shape[:-1], bool)
+        for p in chosen:
+            m = p.on(xs, tol)
+            if p.accept is not None:
+                m = m & p.accept(xs, p.normal(xs), tol)
+            mask = mask | m
+        mask = mask & self.time.contains(x[..., -1], tol)
+        if keep is not None:
+            mask = mask & keep(x)
+        return mask
+
+    def _extra_measure(self) -> float:
+        return self.time.measure
+
+    def sample_initial(self, key, n: int, sampler: Sampler | None = None):
+        """``[n, dim]`` points of the initial slice ``space x {t0}``, distributed by volume."""
+        x = self.space.sample_interior(key, n, sampler)
+        return jnp.concatenate([x, jnp.full((x.shape[0], 1), self.time.t0, x.dtype)], axis=1)

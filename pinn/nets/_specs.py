@@ -1,0 +1,215 @@
+"""Model specifications: networks described before the problem fixes their dimensions.
+
+A spec is a frozen dataclass (hashable, printable, YAML-friendly). The problem
+supplies the rest when the network is built::
+
+    spec = MLP(width=64, depth=4, activation="tanh", fourier=Fourier(scale=2.0, features=64))
+    module = spec.build(d_in=3, d_out=1, key=jax.random.key(0), bounds=domain.bounds)
+    apply, params = split(module)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+from flax import nnx
+
+from pinn.nets._embeddings import _periods
+from pinn.nets._layers import ACTIVATIONS, Activation, activation_fn, check_positive_int
+from pinn.nets._networks import MLPModule, ModifiedMLPModule, PirateNetModule
+
+
+@dataclass(frozen=True)
+class Fourier:
+    """Random Fourier features ``[cos(x B), sin(x B)]``, ``B ~ N(0, scale²)`` of shape
+    ``[d, features]`` (so ``2·features`` outputs); fixed, never trained."""
+
+    scale: float = 1.0
+    features: int = 64
+
+    def __post_init__(self):
+        if not (
+            isinstance(self.scale, (int, float)) and math.isfinite(self.scale) and self.scale > 0
+        ):
+            raise ValueError(f"Fourier(scale=...) must be a positive number, got {self.scale!r}")
+        check_positive_int("Fourier(features=...)", self.features)
+
+
+@dataclass(frozen=True)
+class RWF:
+    """Random weight factorisation ``W = V·diag(exp(s))``, ``s ~ N(mean, std)``
+    (Wang et al. 2022; ``RWF(1.0, 0.1)`` is their usual choice)."""
+
+    mean: float = 1.0
+    std: float = 0.1
+
+    def __post_init__(self):
+        if not math.isfinite(self.mean):
+            raise ValueError(f"RWF(mean=...) must be finite, got {self.mean!r}")
+        if not (math.isfinite(self.std) and self.std >= 0):
+            raise ValueError(f"RWF(std=...) must be a non-negative number, got {self.std!r}")
+
+
+@dataclass(frozen=True)
+class Periodic:
+    """Exact periodic input embedding: ``cos(2πk x_i/P), sin(2πk x_i/P)``, ``k = 1..harmonics``.
+
+    ``periods`` maps an input index to its period (``{0: 2.0}``); periods given
+    to ``build(periodic=...)`` (usually from the problem's hard periodic
+    conditions) are added to these and win on the same index. (Not to be confused
+    with the periodic *condition* :class:`pinn.conditions.Periodic`.)
+    """
+
+    periods: tuple[tuple[int, float], ...] = ()
+    harmonics: int = 1
+
+    def __init__(self, periods: Mapping[int, float] | None = None, harmonics: int = 1):
+        if isinstance(periods, Mapping) or periods is None:
+            items = dict(periods or {})
+        else:
+            items = dict(periods)
+        for i, p in items.items():
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 0:
+                raise ValueError(f"Periodic(periods=...) keys are input indices >= 0, got {i!r}")
+            if not (math.isfinite(float(p)) and float(p) > 0):
+                raise ValueError(f"the period of input {i} must be positive, got {p!r}")
+        object.__setattr__(
+            self, "periods", tuple(sorted((int(i), float(p)) for i, p in items.items()))
+        )
+        object.__setattr__(
+            self, "harmonics", check_positive_int("Periodic(harmonics=...)", harmonics)
+        )
+
+
+def _check_activation(activation: Activation) -> None:
+    if isinstance(activation, str) and activation not in ACTIVATIONS:
+        raise ValueError(
+            f"unknown activation {activation!r}; use one of {sorted(ACTIVATIONS)} or a callable"
+        )
+    activation_fn(activation)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """Fields shared by every network spec; subclasses add the architecture."""
+
+    activation: Activation = "tanh"
+    fourier: Fourier | None = None
+    rwf: RWF | None = None
+    periodic: Periodic | None = None
+    normalize: bool = True
+
+    def _common(self, d_in, d_out, key, bounds, periodic, dtype) -> dict:
+        check_positive_int("d_in", d_in)
+        check_positive_int("d_out", d_out)
+        if not isinstance(key, jax.Array):
+            raise TypeError(
+                f"build(key=...) needs a JAX PRNG key such as jax.random.key(0), got {key!r}"
+            )
+        periods = dict(self.periodic.periods) if self.periodic is not None else {}
+        periods.update(_periods(periodic, d_in))
+        return dict(
+            activation=self.activation,
+            bounds=bounds if self.normalize else None,
+            periodic=_periods(periods, d_in),
+            harmonics=self.periodic.harmonics if self.periodic is not None else 1,
+            fourier=(self.fourier.scale, self.fourier.features) if self.fourier else None,
+            rwf=(self.rwf.mean, self.rwf.std) if self.rwf else None,
+            dtype=dtype,
+            rngs=nnx.Rngs(params=key),
+        )
+
+    def build(
+        self,
+        d_in: int,
+        d_out: int,
+        *,
+        key: jax.Array,
+        bounds=None,
+        periodic: Mapping[int, float] | None = None,
+        dtype=None,
+    ) -> nnx.Module:
+        """The network for ``d_in`` inputs and ``d_out`` outputs.
+
+        ``bounds=(lo, hi)``: the domain's bounding box, used to normalise inputs to
+        ``[-1, 1]`` (unless ``normalize=False``). ``periodic={index: period}``:
+        inputs embedded exactly periodically. ``dtype``: parameter type (default:
+        float32, or float64 when x64 is enabled). Same key, same network.
+        """
+        raise NotImplementedError
+
+    def __post_init__(self):
+        _check_activation(self.activation)
+        for name, kind in (("fourier", Fourier), ("rwf", RWF), ("periodic", Periodic)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                raise TypeError(
+                    f"{type(self).__name__}({name}=...) takes a {kind.__name__}(...) "
+                    f"or None, got {value!r}"
+                )
+
+
+@dataclass(frozen=True)
+class MLP(ModelSpec):
+    """Multilayer perceptron with ``depth`` hidden layers of ``width`` units.
+
+    >>> MLP(width=64, depth=4, activation="tanh", fourier=Fourier(1.0, 64), rwf=RWF(1.0, 0.1))
+    """
+
+    width: int = 64
+    depth: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive_int("MLP(width=...)", self.width)
+        check_positive_int("MLP(depth=...)", self.depth, minimum=0)
+
+    def build(self, d_in, d_out, *, key, bounds=None, periodic=None, dtype=None) -> MLPModule:
+        kw = self._common(d_in, d_out, key, bounds, periodic, dtype)
+        return MLPModule(d_in, d_out, self.width, self.depth, **kw)
+
+
+@dataclass(frozen=True)
+class ModifiedMLP(ModelSpec):
+    """Gated MLP of Wang, Teng & Perdikaris (2021): ``H = (1 - Z) ⊙ U + Z ⊙ V``."""
+
+    width: int = 64
+    depth: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive_int("ModifiedMLP(width=...)", self.width)
+        check_positive_int("ModifiedMLP(depth=...)", self.depth)
+
+    def build(
+        self, d_in, d_out, *, key, bounds=None, periodic=None, dtype=None
+    ) -> ModifiedMLPModule:
+        kw = self._common(d_in, d_out, key, bounds, periodic, dtype)
+        return ModifiedMLPModule(d_in, d_out, self.width, self.depth, **kw)
+
+
+@dataclass(frozen=True)
+class PirateNet(ModelSpec):
+    """Residual gated blocks with adaptive skips ``α`` (0 at start), Wang et al. (2024).
+
+    Defaults follow the paper's recipe at a smaller size: Fourier features
+    (scale 1, 64 frequencies) and random weight factorisation ``RWF(1.0, 0.1)``.
+    """
+
+    width: int = 64
+    blocks: int = 3
+    fourier: Fourier | None = field(default=Fourier(1.0, 64), kw_only=True)
+    rwf: RWF | None = field(default=RWF(1.0, 0.1), kw_only=True)
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive_int("PirateNet(width=...)", self.width)
+        check_positive_int("PirateNet(blocks=...)", self.blocks)
+
+    def build(self, d_in, d_out, *, key, bounds=None, periodic=None, dtype=None) -> PirateNetModule:
+        kw = self._common(d_in, d_out, key, bounds, periodic, dtype)
+        return PirateNetModule(d_in, d_out, self.width, self.blocks, **kw)

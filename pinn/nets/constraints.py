@@ -1,0 +1,190 @@
+"""Hard constraints: output transforms that satisfy a condition exactly.
+
+Each transform wraps an ``apply(params, x[N, d]) -> [N, d_out]`` and returns
+another with the same signature, so transforms compose and the derivative
+engine sees an ordinary network. ``outputs`` selects the output columns a
+transform acts on (default: all); the other columns pass through unchanged.
+Exact periodicity is not a transform but an input embedding: build the network
+with ``periodic={index: period}`` (see :class:`pinn.nets.Periodic`).
+
+>>> d = box_distance([0.0, 0.0], [1.0, 1.0])              # vanishes on the square's walls
+>>> u = hard_dirichlet(apply, d, lambda x: jnp.sin(x[:, 0]))
+>>> u = hard_initial(apply, lambda x: jnp.sin(jnp.pi * x[:, 0]), t_index=1, t0=0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pinn.nets._split import ApplyFn, Params
+
+PointFn = Callable[[jax.Array], jax.Array]
+#: A function of the points ``x[N, d]`` returning ``[N]`` or ``[N, k]``, or a constant.
+Value = PointFn | float | int
+
+
+def _columns(outputs, d_out: int) -> list[int]:
+    if outputs is None:
+        return list(range(d_out))
+    cols = [outputs] if isinstance(outputs, (int, np.integer)) else list(outputs)
+    for c in cols:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c < d_out:
+            raise ValueError(
+                f"outputs must be column indices in 0..{d_out - 1} of the network output, "
+                f"got {outputs!r}"
+            )
+    if len(set(cols)) != len(cols):
+        raise ValueError(f"outputs lists a column twice: {outputs!r}")
+    return [int(c) for c in cols]
+
+
+def _as_columns(value, x: jax.Array, k: int, what: str) -> jax.Array:
+    """``value`` (a function of ``x`` or a constant) as an array ``[..., k]``."""
+    v = jnp.asarray(value(x) if callable(value) else value)
+    batch = x.shape[:-1]
+    if v.ndim == 0:
+        return jnp.broadcast_to(v, (*batch, k))
+    if v.shape == batch:
+        return jnp.broadcast_to(v[..., None], (*batch, k))
+    if v.shape in ((*batch, k), (*batch, 1)):
+        return jnp.broadcast_to(v, (*batch, k))
+    raise ValueError(
+        f"{what} returned shape {tuple(v.shape)} for points of shape {tuple(x.shape)}; it must "
+        f"return shape {batch}, {(*batch, 1)} or {(*batch, k)} (one value per point and "
+        f"constrained output) or a constant"
+    )
+
+
+def _combine(apply: ApplyFn, outputs, rule) -> ApplyFn:
+    """``y[..., cols] = rule(x, y[..., cols])`` for the selected columns."""
+
+    def constrained(params: Params, x: jax.Array) -> jax.Array:
+        y = apply(params, x)
+        cols = _columns(outputs, y.shape[-1])
+        if cols == list(range(y.shape[-1])):
+            return rule(x, y)
+        return y.at[..., cols].set(rule(x, y[..., cols]))
+
+    return constrained
+
+
+def hard_dirichlet(
+    apply: ApplyFn,
+    distance_fn: PointFn,
+    boundary_value_fn: Value,
+    *,
+    outputs: int | Sequence[int] | None = None,
+) -> ApplyFn:
+    """``u(x) = g(x) + d(x) · N(x)``: equals ``g`` wherever ``d`` vanishes.
+
+    ``distance_fn(x) -> [N]`` must be zero on the constrained boundary and
+    nonzero inside (use :func:`box_distance` for boxes, or a smooth distance of
+    your own: its derivatives enter the PDE residual). ``boundary_value_fn(x)``
+    gives ``g`` (``[N]``, ``[N, k]`` or a constant) and should extend the boundary
+    data smoothly into the domain.
+    """
+    if not callable(distance_fn):
+        raise TypeError(f"distance_fn must be a function of the points, got {distance_fn!r}")
+
+    def rule(x, n):
+        k = n.shape[-1]
+        d = _as_columns(distance_fn, x, k, "distance_fn")
+        g = _as_columns(boundary_value_fn, x, k, "boundary_value_fn")
+        return g + d * n
+
+    return _combine(apply, outputs, rule)
+
+
+def hard_initial(
+    apply: ApplyFn,
+    initial_fn: Value,
+    t_index: int,
+    t0: float = 0.0,
+    *,
+    rate_fn: Value | None = None,
+    outputs: int | Sequence[int] | None = None,
+) -> ApplyFn:
+    """``u(x, t) = u0(x) + (t - t0) · N(x, t)``: equals ``u0`` at ``t = t0``.
+
+    With ``rate_fn`` (``v0``, for equations of second order in time):
+    ``u = u0 + (t - t0) · v0 + (t - t0)² · N``, so that ``u = u0`` and
+    ``∂u/∂t = v0`` at ``t0``. ``initial_fn``/``rate_fn`` take the full points
+    ``x[N, d]`` (time column included) and return ``[N]``, ``[N, k]`` or a constant.
+    """
+    if isinstance(t_index, bool) or not isinstance(t_index, (int, np.integer)):
+        raise TypeError(f"t_index must be the column index of time in the points, got {t_index!r}")
+    t0 = float(t0)
+
+    def rule(x, n):
+        if not -x.shape[-1] <= t_index < x.shape[-1]:
+            raise ValueError(
+                f"t_index={t_index} is out of range for points with {x.shape[-1]} columns"
+            )
+        k = n.shape[-1]
+        tau = (x[..., t_index] - t0)[..., None]
+        u0 = _as_columns(initial_fn, x, k, "initial_fn")
+        if rate_fn is None:
+            return u0 + tau * n
+        v0 = _as_columns(rate_fn, x, k, "rate_fn")
+        return u0 + tau * (v0 + tau * n)
+
+    return _combine(apply, outputs, rule)
+
+
+def box_distance(
+    lo: Sequence[float],
+    hi: Sequence[float],
+    *,
+    walls: Sequence[int | tuple[int, str]] | None = None,
+) -> PointFn:
+    """A smooth function ``d(x) -> [N]`` that vanishes exactly on walls of a box.
+
+    ``d(x) = Π_i (x_i - lo_i)(hi_i - x_i) / ((hi_i - lo_i)/2)²`` over the chosen
+    dimensions (1 at the centre, 0 on the walls, positive inside). ``walls``
+    chooses which walls: an index ``i`` means both walls of dimension ``i``,
+    ``(i, "lo")``/``(i, "hi")`` one wall (factor ``(x_i - lo_i)/(hi_i - lo_i)`` or
+    ``(hi_i - x_i)/(hi_i - lo_i)``); default: every wall. For a space-time domain
+    pass only the spatial dimensions, e.g. ``walls=[0]`` for ``x`` in ``(x, t)``.
+    """
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1)
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1)
+    if lo.shape != hi.shape or np.any(hi <= lo):
+        raise ValueError(
+            f"box_distance needs lo < hi of equal length, got lo={lo.tolist()}, hi={hi.tolist()}"
+        )
+    dim = len(lo)
+    chosen: dict[int, set[str]] = {}
+    for w in range(dim) if walls is None else walls:
+        i, sides = (w, ("lo", "hi")) if isinstance(w, (int, np.integer)) else (w[0], (w[1],))
+        if (
+            isinstance(i, bool)
+            or not isinstance(i, (int, np.integer))
+            or not 0 <= i < dim
+            or not set(sides) <= {"lo", "hi"}
+        ):
+            raise ValueError(
+                f"walls entries are a dimension index in 0..{dim - 1} or "
+                f"(index, 'lo'|'hi'), got {w!r}"
+            )
+        chosen.setdefault(int(i), set()).update(sides)
+
+    def distance(x: jax.Array) -> jax.Array:
+        if x.shape[-1] != dim:
+            raise ValueError(
+                f"box_distance was made for {dim} coordinates, got points of shape {tuple(x.shape)}"
+            )
+        d = jnp.ones(x.shape[:-1], x.dtype)
+        for i, sides in sorted(chosen.items()):
+            a, b = float(lo[i]), float(hi[i])
+            scale = (b - a) if len(sides) == 1 else (b - a) / 2
+            if "lo" in sides:
+                d = d * ((x[..., i] - a) / scale)
+            if "hi" in sides:
+                d = d * ((b - x[..., i]) / scale)
+        return d
+
+    return distance

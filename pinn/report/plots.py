@@ -1,0 +1,301 @@
+"""Plots of a run: solution | exact or reference | pointwise error, loss and parameters.
+
+- 1D: curves; 1D + time: x-t maps;
+- 2D: images with the domain mask; 2D + time: one row per snapshot time;
+- 3D: slices at several heights (z); 3D + time: the middle slice at several times.
+
+Every function writes a PNG atomically and returns its path.  matplotlib is
+used headless (Agg) and imported only here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from pinn.report.grid import Grid
+from pinn.report.io import save_figure
+
+
+def _plt():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        try:
+            matplotlib.use("Agg")
+        except Exception:  # noqa: BLE001 - a backend already in use is fine
+            pass
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _panels(pred: np.ndarray, truth: np.ndarray | None, labels: Sequence[str]):
+    """[(title, array, kind)] with kind 'value' or 'error'."""
+    out = [(labels[0], pred, "value")]
+    if truth is not None:
+        out.append((labels[1], truth, "value"))
+        out.append(("|error|", np.abs(pred - truth), "error"))
+    return out
+
+
+def _vrange(arrays):
+    vals = np.concatenate([a[np.isfinite(a)].ravel() for a in arrays if a is not None] or
+                          [np.zeros(1)])
+    if vals.size == 0:
+        return 0.0, 1.0
+    lo, hi = float(vals.min()), float(vals.max())
+    return (lo, hi) if hi > lo else (lo - 1e-12, hi + 1e-12)
+
+
+def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | None,
+                 path: str | os.PathLike, *, labels=("PINN", "exact"), snapshots: int = 4):
+    """Solution, truth and pointwise error of one field on ``grid`` (values on the full grid
+    shape, NaN outside the domain)."""
+    plt = _plt()
+    d, timed = grid.space_dim, grid.has_time
+    names = grid.names
+    if d == 1 and not timed:
+        fig, axs = plt.subplots(1, 2 if truth is not None else 1, figsize=(10, 3.6),
+                                squeeze=False)
+        x = grid.axes[0]
+        ax = axs[0, 0]
+        ax.plot(x, pred, label=labels[0])
+        if truth is not None:
+            ax.plot(x, truth, "--", label=labels[1])
+            axs[0, 1].semilogy(x, np.abs(pred - truth) + 1e-300)
+            axs[0, 1].set_title("|error|")
+            axs[0, 1].set_xlabel(names[0])
+        ax.set_xlabel(names[0])
+        ax.set_title(name)
+        ax.legend()
+        return save_figure(fig, path)
+
+    if d == 1 and timed:
+        # x-t map: time on the horizontal axis, x vertical
+        x, t = grid.axes
+        panels = _panels(pred, truth, labels)
+        vlo, vhi = _vrange([p for _, p, k in panels if k == "value"])
+        fig, axs = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+        for ax, (title, arr, kind) in zip(axs[0], panels, strict=True):
+            im = ax.imshow(arr, origin="lower", aspect="auto",
+                           extent=(t[0], t[-1], x[0], x[-1]),
+                           cmap="viridis" if kind == "value" else "magma",
+                           vmin=vlo if kind == "value" else None,
+                           vmax=vhi if kind == "value" else None)
+            ax.set_title(f"{name}: {title}")
+            ax.set_xlabel(names[1])
+            ax.set_ylabel(names[0])
+            fig.colorbar(im, ax=ax, shrink=0.85)
+        return save_figure(fig, path)
+
+    # 2D and 3D: a list of 2D slices (rows), each with the panels (columns)
+    rows = []  # (row title, pred2d, truth2d)
+    if d == 2:
+        if timed:
+            t = grid.axes[-1]
+            for k in _pick(len(t), snapshots):
+                rows.append((f"{names[-1]} = {t[k]:.3g}", pred[..., k],
+                             None if truth is None else truth[..., k]))
+        else:
+            rows.append(("", pred, truth))
+        xa, ya = grid.axes[0], grid.axes[1]
+    else:
+        z = grid.axes[2]
+        if timed:
+            t = grid.axes[-1]
+            kz = len(z) // 2
+            for k in _pick(len(t), snapshots):
+                rows.append((f"{names[2]} = {z[kz]:.3g}, {names[-1]} = {t[k]:.3g}",
+                             pred[:, :, kz, k], None if truth is None else truth[:, :, kz, k]))
+        else:
+            for kz in _pick(len(z), snapshots):
+                rows.append((f"{names[2]} = {z[kz]:.3g}", pred[:, :, kz],
+                             None if truth is None else truth[:, :, kz]))
+        xa, ya = grid.axes[0], grid.axes[1]
+    ncol = 3 if truth is not None else 1
+    vlo, vhi = _vrange([r[1] for r in rows] + [r[2] for r in rows])
+    elo, ehi = _vrange([np.abs(r[1] - r[2]) for r in rows]) if truth is not None else (0, 1)
+    aspect = (ya[-1] - ya[0]) / max(xa[-1] - xa[0], 1e-300)
+    w = 3.6
+    fig, axs = plt.subplots(len(rows), ncol, figsize=(w * ncol + 0.8,
+                                                      max(2.2, w * aspect) * len(rows)),
+                            squeeze=False)
+    for i, (rtitle, p2, t2) in enumerate(rows):
+        for j, (title, arr, kind) in enumerate(_panels(p2, t2, labels)):
+            ax = axs[i, j]
+            im = ax.imshow(arr.T, origin="lower", extent=(xa[0], xa[-1], ya[0], ya[-1]),
+                           cmap="viridis" if kind == "value" else "magma",
+                           vmin=vlo if kind == "value" else elo,
+                           vmax=vhi if kind == "value" else ehi, interpolation="nearest")
+            ax.set_title(f"{name}: {title}" + (f"\n{rtitle}" if rtitle else ""), fontsize=9)
+            ax.set_xlabel(names[0])
+            ax.set_ylabel(names[1])
+            fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _pick(n: int, k: int) -> list[int]:
+    if n <= k:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)}) if k > 1 else [n // 2]
+
+
+def _stage_starts(history: Sequence[Mapping]) -> list[tuple[int, str]]:
+    out = []
+    for row in history:
+        if row.get("event") == "stage_start":
+            out.append((int(row.get("step", 0)), str(row.get("optimizer", ""))))
+    if not out:
+        last = None
+        for row in history:
+            st = row.get("stage")
+            if st is not None and st != last:
+                out.append((int(row.get("step", 0)), str(row.get("optimizer", ""))))
+                last = st
+    return out
+
+
+def _series(history: Sequence[Mapping], prefix: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    keys: list[str] = []
+    for row in history:
+        for k in row:
+            if k.startswith(prefix) and k not in keys:
+                keys.append(k)
+    out = {}
+    for k in keys:
+        steps, vals = [], []
+        for row in history:
+            v = row.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                steps.append(row.get("step", len(steps)))
+                vals.append(v)
+        if steps:
+            out[k[len(prefix):]] = (np.asarray(steps), np.asarray(vals, dtype=np.float64))
+    return out
+
+
+def loss_figure(history: Sequence[Mapping], path: str | os.PathLike) -> str | None:
+    """The loss per term (and the total) against the step, log scale, stage boundaries."""
+    terms = _series(history, "loss.")
+    total = _series(history, "loss")
+    total = {k: v for k, v in total.items() if k == ""}
+    if not terms and not total:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    if "" in total:
+        s, v = total[""]
+        ax.semilogy(s, np.maximum(v, 1e-300), color="black", lw=1.8, label="total (weighted)")
+    for name, (s, v) in terms.items():
+        ax.semilogy(s, np.maximum(v, 1e-300), lw=1.1, label=name)
+    for step, opt in _stage_starts(history):
+        ax.axvline(step, color="grey", ls=":", lw=1)
+        ax.text(step, 1.0, f" {opt}", transform=ax.get_xaxis_transform(), va="top",
+                fontsize=8, color="grey")
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean squared residual")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return str(save_figure(fig, path))
+
+
+def params_figure(history: Sequence[Mapping], path: str | os.PathLike,
+                  true_values: Mapping[str, float] | None = None) -> str | None:
+    """Learnable PDE parameters against the step (with the true value, when known)."""
+    series = _series(history, "param.")
+    if not series:
+        return None
+    plt = _plt()
+    n = len(series)
+    fig, axs = plt.subplots(1, n, figsize=(5 * n, 3.6), squeeze=False)
+    for ax, (name, (s, v)) in zip(axs[0], series.items(), strict=True):
+        ax.plot(s, v, label=name)
+        if true_values and name in true_values:
+            ax.axhline(true_values[name], color="black", ls="--", lw=1, label="true")
+        ax.set_xlabel("step")
+        ax.set_title(name)
+        ax.legend(fontsize=8)
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return str(save_figure(fig, path))
+
+
+def error_maps_figure(grid: Grid, name: str, errors: Mapping[str, np.ndarray],
+                      path: str | os.PathLike, snapshots: int = 3) -> str:
+    """Pointwise errors of several methods side by side (one column per method), on a
+    common colour scale."""
+    plt = _plt()
+    methods = list(errors)
+    d, timed = grid.space_dim, grid.has_time
+    elo, ehi = _vrange(list(errors.values()))
+    if d == 1 and not timed:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for m in methods:
+            ax.semilogy(grid.axes[0], np.abs(errors[m]) + 1e-300, label=m)
+        ax.set_xlabel(grid.names[0])
+        ax.set_title(f"{name}: |error|")
+        ax.legend()
+        return str(save_figure(fig, path))
+    if d == 1:
+        rows = [("", {m: e for m, e in errors.items()})]
+        x, t = grid.axes
+        extent, xlabel, ylabel, transpose = (t[0], t[-1], x[0], x[-1]), grid.names[1], \
+            grid.names[0], False
+    else:
+        if timed:
+            t = grid.axes[-1]
+            ks = _pick(len(t), snapshots)
+            if d == 2:
+                rows = [(f"{grid.names[-1]} = {t[k]:.3g}", {m: e[..., k] for m, e in errors.items()})
+                        for k in ks]
+            else:
+                kz = len(grid.axes[2]) // 2
+                rows = [(f"{grid.names[-1]} = {t[k]:.3g}",
+                         {m: e[:, :, kz, k] for m, e in errors.items()}) for k in ks]
+        elif d == 2:
+            rows = [("", dict(errors))]
+        else:
+            kz = len(grid.axes[2]) // 2
+            rows = [(f"{grid.names[2]} = {grid.axes[2][kz]:.3g}",
+                     {m: e[:, :, kz] for m, e in errors.items()})]
+        xa, ya = grid.axes[0], grid.axes[1]
+        extent, xlabel, ylabel, transpose = (xa[0], xa[-1], ya[0], ya[-1]), grid.names[0], \
+            grid.names[1], True
+    fig, axs = plt.subplots(len(rows), len(methods), figsize=(4.2 * len(methods),
+                                                              3.4 * len(rows)), squeeze=False)
+    for i, (rtitle, maps) in enumerate(rows):
+        for j, m in enumerate(methods):
+            arr = np.abs(maps[m])
+            ax = axs[i, j]
+            im = ax.imshow(arr.T if transpose else arr, origin="lower", aspect="auto",
+                           extent=extent, cmap="magma", vmin=0, vmax=ehi)
+            ax.set_title(f"{m}: |error| of {name}" + (f"\n{rtitle}" if rtitle else ""),
+                         fontsize=9)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            fig.colorbar(im, ax=ax, shrink=0.8)
+    del elo
+    fig.tight_layout()
+    return str(save_figure(fig, path))
+
+
+def table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], path: str | os.PathLike,
+                 title: str = "") -> str:
+    """A table as a PNG (for ``pinn compare``)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(min(2.0 + 1.6 * len(header), 16), 0.9 + 0.42 * len(rows)))
+    ax.axis("off")
+    tab = ax.table(cellText=[list(r) for r in rows], colLabels=list(header), loc="center",
+                   cellLoc="center")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(9)
+    tab.scale(1, 1.3)
+    if title:
+        ax.set_title(title)
+    return str(save_figure(fig, path))

@@ -1,0 +1,33 @@
+"""Training: optimiser stages, loss-term weighting, the jitted loop, checkpoints.
+
+    from pinn.train import Adam, LBFGS, Stage, GradNorm, run
+    result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS(), 1_000)],
+                 sample_fn=sample_fn, key=jax.random.key(0), weighting=GradNorm())
+"""
+
+from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from .history import read_history
+from .loop import Interrupted, TrainingDiverged, TrainResult, run
+from .optim import LBFGS, Adam, AdamW, Stage
+from .weighting import Causal, Fixed, GradNorm, causal_loss, causal_weights
+
+__all__ = [
+    "Adam",
+    "AdamW",
+    "LBFGS",
+    "Stage",
+    "Fixed",
+    "GradNorm",
+    "Causal",
+    "causal_weights",
+    "causal_loss",
+    "run",
+    "TrainResult",
+    "TrainingDiverged",
+    "Interrupted",
+    "CheckpointError",
+    "save_checkpoint",
+    "load_checkpoint",
+    "latest_checkpoint",
+    "read_history",
+]

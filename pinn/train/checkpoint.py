@@ -1,0 +1,182 @@
+"""Atomic checkpoints of the training state (one ``.npz`` file per checkpoint).
+
+A checkpoint holds every leaf of a pytree (parameters, optimiser state, weighting state,
+PRNG key, current batch, counters) plus JSON metadata. Files are written to a temporary
+name in the same folder, flushed to disk, then renamed with :func:`os.replace`, so a
+checkpoint file either exists complete or not at all. Readers ignore temporary files.
+
+Restoring needs a template pytree with the same structure (the loop rebuilds one from the
+problem); the structure, shapes and dtypes are checked against the metadata.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import uuid
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "save_checkpoint",
+    "load_checkpoint",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "CheckpointError",
+]
+
+_NAME = re.compile(r"^ckpt_(\d{9})\.npz$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be read or does not match the run that tries to resume from it."""
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        with open(tmp, mode) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file, fsync, rename)."""
+    return _atomic_write(path, lambda fh: fh.write(data), "wb")
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return _atomic_write(path, lambda fh: fh.write(text), "w")
+
+
+def _is_key(leaf: Any) -> bool:
+    return hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def _encode(leaf: Any) -> tuple[np.ndarray, dict]:
+    if _is_key(leaf):
+        data = np.asarray(jax.random.key_data(leaf))
+        return data, {"key_impl": str(jax.random.key_impl(leaf)), "shape": list(leaf.shape)}
+    arr = np.asarray(leaf)
+    info = {"dtype": arr.dtype.name, "shape": list(arr.shape)}
+    if arr.dtype.kind not in "biufc":  # e.g. bfloat16 (ml_dtypes): store the raw bytes
+        arr = np.frombuffer(arr.tobytes(), np.uint8).copy()
+        info["raw"] = True
+    return arr, info
+
+
+def save_checkpoint(directory: str | os.PathLike, step: int, tree: Any, meta: dict, *,
+                    keep: int | None = 3) -> Path:
+    """Save ``tree`` (any pytree of arrays) and JSON-able ``meta`` as ``ckpt_<step>.npz``.
+
+    Atomic; keeps the newest ``keep`` checkpoints (``None``: all).
+    """
+    directory = Path(directory)
+    leaves, treedef = jax.tree.flatten(tree)
+    arrays, infos = {}, []
+    for i, leaf in enumerate(jax.device_get(leaves)):
+        arr, info = _encode(leaf)
+        arrays[f"leaf_{i:05d}"] = arr
+        infos.append(info)
+    header = {"step": int(step), "treedef": str(treedef), "leaves": infos, "meta": meta}
+    buffer = io.BytesIO()
+    np.savez(buffer, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
+    path = atomic_write_bytes(directory / f"ckpt_{int(step):09d}.npz", buffer.getvalue())
+    if keep is not None:
+        for old in list_checkpoints(directory)[:-keep]:
+            old.unlink(missing_ok=True)
+    return path
+
+
+def list_checkpoints(directory: str | os.PathLike) -> list[Path]:
+    """Complete checkpoint files in ``directory``, oldest first (temporary files ignored)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    found = [p for p in directory.iterdir() if _NAME.match(p.name)]
+    return sorted(found, key=lambda p: int(_NAME.match(p.name).group(1)))
+
+
+def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint in ``directory``, or ``None``."""
+    found = list_checkpoints(directory)
+    return found[-1] if found else None
+
+
+def read_header(path: str | os.PathLike) -> dict:
+    """The metadata of a checkpoint (step, tree structure, leaf infos, ``meta``)."""
+    try:
+        with np.load(path) as data:
+            return json.loads(data["__header__"].tobytes().decode())
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        raise CheckpointError(
+            f"cannot read checkpoint {str(path)!r}: {err}. Delete it or resume from another "
+            "checkpoint."
+        ) from err
+
+
+def load_checkpoint(path: str | os.PathLike, template: Any) -> tuple[Any, dict]:
+    """Load a checkpoint into the structure of ``template``; returns ``(tree, header)``.
+
+    Raises :class:`CheckpointError` if the file is unreadable or its structure, shapes or
+    dtypes differ from the template's.
+    """
+    header = read_header(path)
+    leaves, treedef = jax.tree.flatten(template)
+    if header["treedef"] != str(treedef) or len(header["leaves"]) != len(leaves):
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} holds a different state structure than this run "
+            "(another model, optimiser, weighting or loss terms). Resume with the settings it "
+            "was written with, or start a fresh run without resume."
+        )
+    out = []
+    with np.load(path) as data:
+        for i, (leaf, info) in enumerate(zip(leaves, header["leaves"], strict=True)):
+            arr = data[f"leaf_{i:05d}"]
+            if "key_impl" in info:
+                out.append(jax.random.wrap_key_data(arr, impl=info["key_impl"]))
+                continue
+            want = np.dtype(getattr(leaf, "dtype", np.asarray(leaf).dtype))
+            if info.get("raw"):
+                arr = np.frombuffer(arr.tobytes(), want).reshape(info["shape"])
+            shape = tuple(getattr(leaf, "shape", np.shape(leaf)))
+            if arr.dtype != want or arr.shape != shape:
+                raise CheckpointError(
+                    f"checkpoint {str(path)!r}: leaf {i} is {arr.dtype}{list(arr.shape)} but this "
+                    f"run expects {want}{list(shape)} (precision or model size changed?). Resume "
+                    "with the same precision and model, or start a fresh run."
+                )
+            out.append(jax.numpy.asarray(arr))
+    return jax.tree.unflatten(treedef, out), header

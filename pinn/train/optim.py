@@ -1,0 +1,208 @@
+"""Optimisers as objects, and training stages.
+
+Each optimiser is a frozen description with defaults; ``make(total_steps)`` turns it into an
+optax transformation for a stage of ``total_steps`` steps (the schedules need the length).
+The loop (:func:`pinn.train.run`) treats first-order optimisers (:class:`Adam`,
+:class:`AdamW`) and :class:`LBFGS` differently: L-BFGS runs full batch with a line search.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jax
+import optax
+
+__all__ = ["Adam", "AdamW", "LBFGS", "Stage", "Optimizer"]
+
+Decay = Literal["exponential", "cosine"] | None
+_DECAYS = (None, "exponential", "cosine")
+
+
+def _check_positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{owner}: {name} must be a finite number {bound}, got {value!r}.")
+
+
+def _check_int(owner: str, name: str, value: Any, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}.")
+
+
+def _pde_mask(params: Any) -> Any:
+    """True for leaves that get weight decay: everything except ``params["pde"]``."""
+    if isinstance(params, dict) and "pde" in params:
+        return {k: jax.tree.map(lambda _, keep=(k != "pde"): keep, v) for k, v in params.items()}
+    return jax.tree.map(lambda _: True, params)
+
+
+@dataclass(frozen=True)
+class Adam:
+    """Adam with optional linear warm-up, a decay schedule and gradient clipping.
+
+    Args:
+        lr: peak learning rate.
+        warmup: steps of linear warm-up from 0 to ``lr``.
+        decay: ``None`` (constant after warm-up), ``"exponential"`` (``lr * decay_rate **
+            (k / decay_steps)`` after warm-up) or ``"cosine"`` (to 0 over ``decay_steps``).
+        decay_rate: factor per ``decay_steps`` for exponential decay.
+        decay_steps: exponential: steps per factor ``decay_rate`` (default: a tenth of the
+            stage after warm-up); cosine: length of the decay (default: the rest of the stage).
+        b1, b2, eps: Adam's moment rates and denominator guard.
+        clip: clip gradients to this global norm before Adam (``None``: no clipping).
+    """
+
+    lr: float = 1e-3
+    warmup: int = 0
+    decay: Decay = None
+    decay_rate: float = 0.9
+    decay_steps: int | None = None
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    clip: float | None = None
+
+    full_batch = False  # resampling happens during this optimiser's stages
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        _check_positive(name, "lr", self.lr)
+        _check_int(name, "warmup", self.warmup, minimum=0)
+        if self.decay not in _DECAYS:
+            raise ValueError(
+                f"{name}: decay must be None, 'exponential' or 'cosine', got {self.decay!r}."
+            )
+        _check_positive(name, "decay_rate", self.decay_rate)
+        if self.decay_steps is not None:
+            _check_int(name, "decay_steps", self.decay_steps, minimum=1)
+        for field in ("b1", "b2"):
+            value = getattr(self, field)
+            if not (isinstance(value, (int, float)) and 0 <= value < 1):
+                raise ValueError(f"{name}: {field} must lie in [0, 1), got {value!r}.")
+        _check_positive(name, "eps", self.eps, allow_zero=True)
+        if self.clip is not None:
+            _check_positive(name, "clip", self.clip)
+
+    def schedule(self, total_steps: int) -> optax.Schedule:
+        """The learning rate as a function of the step within a stage of ``total_steps``."""
+        rest = max(1, total_steps - self.warmup)
+        if self.decay is None:
+            if self.warmup == 0:
+                return optax.constant_schedule(self.lr)
+            return optax.linear_schedule(0.0, self.lr, self.warmup)
+        if self.decay == "exponential":
+            steps = self.decay_steps or max(1, rest // 10)
+            return optax.warmup_exponential_decay_schedule(
+                0.0 if self.warmup else self.lr, self.lr, self.warmup, steps, self.decay_rate
+            )
+        steps = self.decay_steps or rest
+        return optax.warmup_cosine_decay_schedule(
+            0.0 if self.warmup else self.lr, self.lr, self.warmup, self.warmup + steps
+        )
+
+    def _core(self, schedule: optax.Schedule) -> optax.GradientTransformation:
+        return optax.adam(schedule, b1=self.b1, b2=self.b2, eps=self.eps)
+
+    def make(self, total_steps: int) -> optax.GradientTransformation:
+        """The optax transformation for a stage of ``total_steps`` steps."""
+        tx = self._core(self.schedule(total_steps))
+        if self.clip is not None:
+            tx = optax.chain(optax.clip_by_global_norm(self.clip), tx)
+        return tx
+
+
+@dataclass(frozen=True)
+class AdamW(Adam):
+    """Adam with decoupled weight decay (:class:`Adam`'s arguments plus ``weight_decay``).
+
+    The decay applies to the network only, never to learnable PDE parameters
+    (``params["pde"]``), which would otherwise be pulled towards zero.
+    """
+
+    weight_decay: float = 1e-4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_positive("AdamW", "weight_decay", self.weight_decay, allow_zero=True)
+
+    def _core(self, schedule: optax.Schedule) -> optax.GradientTransformation:
+        return optax.adamw(
+            schedule,
+            b1=self.b1,
+            b2=self.b2,
+            eps=self.eps,
+            weight_decay=self.weight_decay,
+            mask=_pde_mask,
+        )
+
+
+@dataclass(frozen=True)
+class LBFGS:
+    """L-BFGS (optax) with a zoom line search, run full batch.
+
+    It runs its stage's step count unless it has converged: the gradient norm fell to
+    ``gtol``, or a step no longer changes the parameters (the line search found no
+    decrease at machine precision). A step whose line search lands on a non-finite loss is
+    rejected and ends the stage with a warning. The reason and step are reported in
+    ``TrainResult.stages``.
+
+    Args:
+        memory: number of curvature pairs kept.
+        max_linesearch_steps: zoom line-search iterations per step.
+        gtol: stop when the gradient norm of the weighted loss is at most this.
+        linesearch: an optax line search to use instead of the zoom line search.
+    """
+
+    memory: int = 20
+    max_linesearch_steps: int = 30
+    gtol: float = 0.0
+    linesearch: Any = None
+
+    full_batch = True
+
+    def __post_init__(self) -> None:
+        _check_int("LBFGS", "memory", self.memory, minimum=1)
+        _check_int("LBFGS", "max_linesearch_steps", self.max_linesearch_steps, minimum=1)
+        _check_positive("LBFGS", "gtol", self.gtol, allow_zero=True)
+
+    def make(self, total_steps: int) -> optax.GradientTransformationExtraArgs:
+        """The optax transformation (its update needs ``value``, ``grad``, ``value_fn``)."""
+        del total_steps
+        linesearch = self.linesearch
+        if linesearch is None:
+            linesearch = optax.scale_by_zoom_linesearch(
+                max_linesearch_steps=self.max_linesearch_steps, initial_guess_strategy="one"
+            )
+        return optax.lbfgs(memory_size=self.memory, linesearch=linesearch)
+
+
+Optimizer = Adam | AdamW | LBFGS
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One training stage: ``steps`` steps of ``optimizer``, starting from the last parameters."""
+
+    optimizer: Any
+    steps: int
+
+    def __post_init__(self) -> None:
+        if not hasattr(self.optimizer, "make"):
+            raise TypeError(
+                "Stage: optimizer must be an optimiser object such as pinn.train.Adam() or "
+                f"pinn.train.LBFGS(), got {self.optimizer!r}."
+            )
+        _check_int("Stage", "steps", self.steps, minimum=1)
+
+    @property
+    def full_batch(self) -> bool:
+        return bool(getattr(self.optimizer, "full_batch", False))
+
+    @property
+    def is_lbfgs(self) -> bool:
+        return isinstance(self.optimizer, LBFGS)
