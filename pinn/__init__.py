@@ -1,1 +1,65 @@
-"""pinn: physics-informed neural networks in JAX."""
+"""pinn: physics-informed neural networks in JAX.
+
+Write a PDE once in the PDE language, then train a PINN on it, solve it with
+a finite-element baseline and compare both with an exact or reference
+solution::
+
+    import pinn
+    x, y, t = pinn.coords("x y t")
+    u = pinn.field("u")
+    alpha = pinn.param("alpha", 0.05)
+    heat = pinn.Problem(
+        domain=pinn.Rectangle((0, 0), (1, 1)) * pinn.TimeInterval(0, 1),
+        equations={"heat": pinn.D(u, t) - alpha * pinn.laplacian(u)},
+        conditions={"walls": pinn.Dirichlet(u, 0, on="boundary"),
+                    "start": pinn.Initial(u, pinn.sin(pinn.pi * x) * pinn.sin(pinn.pi * y))},
+    )
+    solution = pinn.solve(heat, model=pinn.MLP(width=64, depth=4))
+
+Subpackages loaded on first use: ``pinn.fem`` (scikit-fem baselines),
+``pinn.reference`` (exact and spectral references), ``pinn.config`` (YAML),
+``pinn.report`` (plots and reports).
+"""
+
+import importlib as _importlib
+
+from pinn.conditions import Constraint, Data, Dirichlet, Initial, Neumann, Periodic, Robin
+from pinn.dsl import (
+    D, arccos, arcsin, arctan, coords, cos, cosh, div, dot, e, eq, exp, field, fields, grad,
+    heaviside, laplacian, log, param, pi, sign, sin, sinh, sqrt, tan, tanh, vector, where,
+)
+from pinn.dsl import abs_ as abs
+from pinn.dsl import maximum, minimum, parse, ParseError
+from pinn.geometry import (
+    RAD, Ball, Box, Disk, Ellipse, Grid, Halton, Interval, LatinHypercube, Polygon, Rectangle,
+    Sobol, TimeInterval, Triangle, Uniform,
+)
+from pinn.nets import MLP, RWF, Fourier, ModifiedMLP, PirateNet
+from pinn.problem import Problem, ProblemError
+from pinn.solve import Solution, Training, evaluation_grid, solve
+from pinn.train import LBFGS, Adam, AdamW, Causal, Fixed, GradNorm, Stage
+from pinn.train.loss import Points
+
+__version__ = "0.1.0"
+
+_LAZY = ("fem", "reference", "config", "report", "compile", "cli")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return _importlib.import_module(f"pinn.{name}")
+    raise AttributeError(f"module 'pinn' has no attribute {name!r}")
+
+
+__all__ = [
+    "Problem", "ProblemError", "solve", "Solution", "Training", "Points", "evaluation_grid",
+    "coords", "field", "fields", "param", "D", "grad", "div", "laplacian", "vector", "dot",
+    "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "arctan",
+    "arcsin", "arccos", "sign", "heaviside", "where", "minimum", "maximum", "eq", "pi", "e",
+    "parse", "ParseError",
+    "Dirichlet", "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Data",
+    "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
+    "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
+    "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
+    "Adam", "AdamW", "LBFGS", "Stage", "Fixed", "GradNorm", "Causal",
+]

@@ -205,12 +205,13 @@ def solve(
     _out(f"{built.name}: training {built.spec.training.precision}-bit, "
          f"{sum(s.steps for s in training.stages)} steps -> {run_dir}", quiet)
 
-    import pinn.solve as S
+    from pinn.solve import precision_scope
+    from pinn.solve import solve as train
 
     t0 = time.perf_counter()
     try:
-        with S.precision_scope(built.precision):
-            sol = S.solve(built.problem, model, training, precision=built.precision,
+        with precision_scope(built.precision):
+            sol = train(built.problem, model, training, precision=built.precision,
                           out_dir=run_dir, resume=resume, progress=not quiet)
     except KeyboardInterrupt as exc:
         ckpt = getattr(exc, "checkpoint", None)
@@ -218,8 +219,8 @@ def solve(
         _err(f"interrupted{where}; continue with: pinn solve {file} --out {run_dir} --resume")
         return EXIT_INTERRUPTED
     wall = time.perf_counter() - t0
-    sol.save(run_dir)
     _finish_run(run_dir, built, sol, wall)
+    sol.save(run_dir)
     m = json.loads((run_dir / "metrics.json").read_text())
     errs = ", ".join(f"{k} {v:.3e}" for k, v in (m.get("rel_l2") or {}).items())
     _out(f"done in {wall:.1f} s" + (f"; relative L2: {errs}" if errs else "")

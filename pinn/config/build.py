@@ -53,7 +53,9 @@ class _Ctx:
             if at is not None:
                 lhs = self._parse(text[:at], path, 0, what)
                 rhs = self._parse(text[at + 1:], path, at + 1, what)
-                return lhs - rhs
+                from pinn.dsl.calculus import sub
+
+                return sub(lhs, rhs)
         elif _equals_at(text) is not None:
             at = _equals_at(text)
             raise self.error(path, f"'=' is not allowed in this {what}; write a value, or "
@@ -88,12 +90,15 @@ class _Ctx:
         return v
 
     def field(self, name: str, path, *, where: str = "fields") -> E.Field:
+        """The declared field ``name``; ``path`` is the key's path (the error names its parent)."""
         for f in self.fields:
             if f.name == name:
                 return f
         names = ", ".join(f.name for f in self.fields)
-        raise self.error(path, f"unknown field '{name}'{suggest(name, [f.name for f in self.fields])}"
-                         f" ({where}: {names})")
+        path = tuple(path)
+        hint = suggest(name, [f.name for f in self.fields])
+        raise ConfigError(Issue(f"unknown field '{name}'{hint} ({where}: {names})", path[:-1],
+                                self.source.location(path)))
 
     def coord(self, name: str, path) -> E.Coord:
         for c in self.coords:

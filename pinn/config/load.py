@@ -38,13 +38,33 @@ def validate(data: dict, source: Source) -> S.ProblemSpec:
     try:
         return S.ProblemSpec.model_validate(data)
     except ValidationError as exc:
-        issues = [_issue(err, source) for err in exc.errors(include_url=False)]
-    issues = _dedupe(issues)
+        errors = exc.errors(include_url=False)
+    issues = _dedupe(_issue(err, source) for err in _merge_misspelled(errors))
     issues.sort(key=lambda i: (i.location.override is None, i.location.line or 0))
     raise ConfigError(issues)
 
 
-def _dedupe(issues: list[Issue]) -> list[Issue]:
+def _merge_misspelled(errors: list[dict]) -> list[dict]:
+    """Drop "missing 'domain'" when the same mapping has an unknown key 'domian'."""
+    extras = {}
+    for e in errors:
+        if e["type"] == "extra_forbidden":
+            loc = _data_path(e["loc"])
+            extras.setdefault(loc[:-1], []).append(str(loc[-1]))
+    out = []
+    for e in errors:
+        if e["type"] == "missing":
+            loc = _data_path(e["loc"])
+            import difflib
+
+            if difflib.get_close_matches(str(loc[-1]), extras.get(loc[:-1], []), n=1,
+                                         cutoff=0.6):
+                continue
+        out.append(e)
+    return out
+
+
+def _dedupe(issues) -> list[Issue]:
     seen, out = set(), []
     for i in issues:
         key = (i.path, i.message)
@@ -85,7 +105,11 @@ def _issue(err: dict, source: Source) -> Issue:
         return Issue(what, loc[:-1], source.location(loc))
     if kind == "missing":
         key = loc[-1] if loc else "?"
-        return Issue(f"missing '{key}'", loc[:-1], source.location(loc[:-1]))
+        where = source.location(loc[:-1])
+        if len(loc) == 1:  # a missing section: the file, not its first line
+            where = Location(where.file) if where.override is None else where
+            return Issue(f"missing section '{key}' ({EXAMPLE})", (), where)
+        return Issue(f"missing '{key}'", loc[:-1], where)
     msg = err["msg"]
     ctx = err.get("ctx") or {}
     got = S._kind(err.get("input"))

@@ -419,13 +419,14 @@ def diff(e: E.Expr, c: E.Coord, coords: Sequence[E.Coord] = ()) -> E.Expr:
 
 def _d_call(node: E.Call, d) -> E.Expr:
     f, args = node.func, node.args
-    if f == "where":
-        cond, a, b = args
-        return call("where", cond, d(a), d(b))
-    if f in ("min", "max"):
-        a, b = args
-        cond = E.Compare("<=" if f == "min" else ">=", a, b)
-        return call("where", cond, d(a), d(b))
+    if f in ("where", "min", "max"):
+        if f == "where":
+            cond, a, b = args
+        else:
+            a, b = args
+            cond = E.Compare("<=" if f == "min" else ">=", a, b)
+        da, db = d(a), d(b)
+        return da if da == db else call("where", cond, da, db)
     (a,) = args
     da = d(a)
     if _num(da) == 0 or f in ("sign", "heaviside"):

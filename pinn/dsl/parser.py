@@ -85,6 +85,9 @@ class ParseError(ValueError):
         self.column = column
         super().__init__(_format(reason, text, column))
 
+    def __reduce__(self):  # picklable (multiprocessing, pytest-xdist)
+        return (type(self), (self.reason, self.text, self.column))
+
 
 def _format(reason: str, text: str, column: int) -> str:
     line = text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
@@ -334,8 +337,12 @@ class _Lexer:
 # parser
 
 
-def _suggest(name: str, candidates: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=3, cutoff=0.6)
+def _suggest(name: str, candidates: Iterable[str], calls: Iterable[str] = ()) -> str:
+    """``": did you mean 'alpha'?"`` (or ``""``); ``calls`` are shown as ``name(...)``."""
+    calls = set(calls)
+    pool = sorted(set(candidates) | calls)
+    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
+    close = [f"{c}(...)" if c in calls and c not in candidates else c for c in close]
     if not close:
         return ""
     if len(close) == 1:
@@ -571,7 +578,7 @@ class _Parser:
         if short is not None:
             return short
         cands = [*self.ns.names, *_CONSTANTS]
-        hint = _suggest(name, cands)
+        hint = _suggest(name, cands, [*E.FUNCTIONS, *OPERATORS])
         if not hint:
             known = ", ".join(self.ns.names) if self.ns.names else "none"
             hint = f"; declared names: {known}" if len(known) < 200 else "; not declared"
@@ -613,6 +620,14 @@ class _Parser:
             raise self.error(
                 f"unknown name '{name}': '{base}' is {_kind(node)}, and the derivative "
                 f"shorthand {base}_... applies to fields only", tok.col)
+        for k in range(1, len(suffix)):
+            other = self.ns.get(f"{base}_{suffix[:k]}")
+            if isinstance(other, E.Field):
+                letters = ", ".join(suffix)
+                raise self.error(
+                    f"ambiguous name '{name}': it could be D({base}, {letters}) or "
+                    f"D({other.name}, {', '.join(suffix[k:])}); write D(...) explicitly",
+                    tok.col)
         coords = {c.name: c for c in self.ns.coords}
         wrt = []
         for k, ch in enumerate(suffix):

@@ -121,7 +121,8 @@ def _is_zero(e: E.Expr) -> bool:
 
 
 def simplify(e: E.Expr) -> E.Expr:
-    """Light simplification: fold numbers, drop ``0`` and ``1``, cancel ``a - a``.
+    """Light simplification: fold numbers, drop ``0`` and ``1``, cancel ``a - a``,
+    ``where(c, a, a) -> a``.
 
     It never changes the value of an expression where the original is defined
     (it does not reorder or distribute).
@@ -149,6 +150,8 @@ def simplify(e: E.Expr) -> E.Expr:
             return K.power(node.left, node.right)
         if t is E.Neg:
             return K.neg(node.arg)
+        if t is E.Call and node.func == "where" and node.args[1] == node.args[2]:
+            return node.args[1]
         return None
 
     return K.transform(e, fn)

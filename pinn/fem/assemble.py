@@ -61,6 +61,7 @@ class Discretisation:
         self.wf = wf
         self.mesh = mesh
         self.shape = problem.space
+        self._coord_names = tuple(c.name for c in problem.spatial)
         fields = wf.fields
         self.fields = fields
         kmax = max(wf.degree.values())
@@ -99,7 +100,7 @@ class Discretisation:
 
     # -- boundary data -------------------------------------------------------
     def _facets(self, on) -> np.ndarray:
-        return M.select_facets(self.mesh, self.shape, on)
+        return M.select_facets(self.mesh, self.shape, on, self._coord_names)
 
     def _boundary_data(self, bt):
         facets = self._facets(bt.on)
@@ -125,7 +126,7 @@ class Discretisation:
             # a predicate that selects points rather than facets (e.g. a corner)
             bdofs = basis.get_dofs(self.mesh.boundary_facets()).all()
             pts = basis.doflocs[:, bdofs].T
-            dofs = bdofs[M.select_boundary_points(self.shape, pts, ds.on)]
+            dofs = bdofs[M.select_boundary_points(self.shape, pts, ds.on, self._coord_names)]
         dofs = np.asarray(dofs, dtype=np.int64)
         return dofs + self.offsets[ds.field], basis.doflocs[:, dofs].T, ds.value
 

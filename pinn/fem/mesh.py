@@ -35,26 +35,43 @@ def default_cells(dim: int) -> int:
 
 
 def _kind(shape) -> str:
-    return type(shape).__name__
+    return type(_unwrap(shape)).__name__
+
+
+def _unwrap(shape):
+    """The shape under renamed boundary parts (``shape.rename({...})``)."""
+    while type(shape).__name__ == "Renamed" and hasattr(shape, "shape"):
+        shape = shape.shape
+    return shape
+
+
+def _x64():
+    """Geometry queries (JAX) in float64 for the mesher, without a global switch."""
+    import jax
+
+    return jax.enable_x64(True)
 
 
 def _bounds(shape) -> tuple[np.ndarray, np.ndarray]:
-    lo, hi = shape.bounds
+    lo, hi = _unwrap(shape).bounds
     return np.atleast_1d(np.asarray(lo, dtype=np.float64)), np.atleast_1d(
         np.asarray(hi, dtype=np.float64))
 
 
 def _contains(shape, pts: np.ndarray) -> np.ndarray:
-    return np.asarray(shape.contains(pts), dtype=bool).reshape(-1)
+    with _x64():
+        return np.asarray(shape.contains(pts), dtype=bool).reshape(-1)
 
 
 def _leaves(shape) -> list:
+    shape = _unwrap(shape)
     if _kind(shape) in ("Union", "Difference", "Intersection"):
         return _leaves(shape.a) + _leaves(shape.b)
     return [shape]
 
 
 def _polygon_vertices(shape) -> np.ndarray | None:
+    shape = _unwrap(shape)
     k = _kind(shape)
     if k == "Rectangle":
         lo, hi = _bounds(shape)
@@ -122,7 +139,9 @@ def _sdf_fn(shape):
         return None
 
     def fd(p: np.ndarray) -> np.ndarray:
-        return np.asarray(shape.sdf(np.asarray(p, dtype=np.float64)), dtype=np.float64).reshape(-1)
+        with _x64():
+            d = shape.sdf(np.asarray(p, dtype=np.float64))
+        return np.asarray(d, dtype=np.float64).reshape(-1)
 
     return fd
 
@@ -237,20 +256,21 @@ def build_mesh(shape, *, cells: int | None = None, h: float | None = None,
     k = _kind(shape)
     dim = shape.dim
     hh = _target_h(shape, cells, h)
+    core = _unwrap(shape)
     if k == "Interval" or (dim == 1 and hasattr(shape, "bounds")):
         lo, hi = _bounds(shape)
         n = max(1, int(math.ceil((hi[0] - lo[0]) / hh - 1e-9)))
         return skfem.MeshLine(np.linspace(lo[0], hi[0], n + 1))
     if k in ("Disk", "Ellipse") and dim == 2:
-        c = np.asarray(shape.center, dtype=np.float64)
-        ax = (np.array([shape.radius] * 2, dtype=np.float64) if k == "Disk"
-              else np.asarray(shape.semi_axes, dtype=np.float64))
+        c = np.asarray(core.center, dtype=np.float64)
+        ax = (np.array([core.radius] * 2, dtype=np.float64) if k == "Disk"
+              else np.asarray(core.semi_axes, dtype=np.float64))
         nref = max(1, int(math.ceil(math.log2(max(ax) / hh))))
         m = skfem.MeshTri.init_circle(nref)
         return skfem.MeshTri(m.p * ax[:, None] + c[:, None], m.t)
     if k == "Ball" and dim == 3:
-        c = np.asarray(shape.center, dtype=np.float64)
-        r = float(shape.radius)
+        c = np.asarray(core.center, dtype=np.float64)
+        r = float(core.radius)
         nref = max(1, int(math.ceil(math.log2(r / hh))))
         m = skfem.MeshTet.init_ball(nref)
         return skfem.MeshTet(m.p * r + c[:, None], m.t)
@@ -301,15 +321,20 @@ def facet_midpoints(mesh: skfem.Mesh, facets: np.ndarray) -> np.ndarray:
     return mesh.p[:, mesh.facets[:, facets]].mean(axis=1).T
 
 
-def _mask(shape, pts: np.ndarray, on) -> np.ndarray:
+def _mask(shape, pts: np.ndarray, on, coords=None) -> np.ndarray:
+    from pinn.dsl.expr import Expr
+
     if isinstance(on, str) and on == "boundary":
         return np.ones(len(pts), dtype=bool)
     if not hasattr(shape, "boundary_mask"):
         raise UnsupportedProblem(f"{shape!r} has no boundary_mask(); cannot select {on!r}")
-    return np.asarray(shape.boundary_mask(pts, on), dtype=bool).reshape(-1)
+    kw = {"coords": tuple(coords)} if coords is not None and isinstance(on, Expr) else {}
+    with _x64():
+        m = shape.boundary_mask(pts, on, **kw)
+    return np.asarray(m, dtype=bool).reshape(-1)
 
 
-def select_facets(mesh: skfem.Mesh, shape, on) -> np.ndarray:
+def select_facets(mesh: skfem.Mesh, shape, on, coords=None) -> np.ndarray:
     """Indices of the boundary facets of ``mesh`` on the part(s) ``on`` of ``shape``.
 
     Facet midpoints are moved onto curved boundaries first (with the sdf) so
@@ -323,9 +348,9 @@ def select_facets(mesh: skfem.Mesh, shape, on) -> np.ndarray:
     if fd is not None and mesh.dim() > 1:
         lo, hi = _bounds(shape)
         mid = _project(fd, mid, float(np.max(hi - lo)), iters=2)
-    return bf[_mask(shape, mid, on)]
+    return bf[_mask(shape, mid, on, coords)]
 
 
-def select_boundary_points(shape, pts: np.ndarray, on) -> np.ndarray:
+def select_boundary_points(shape, pts: np.ndarray, on, coords=None) -> np.ndarray:
     """Mask of points (on the mesh boundary) that lie on the part(s) ``on``."""
-    return _mask(shape, pts, on)
+    return _mask(shape, pts, on, coords)

@@ -153,13 +153,11 @@ def _warn_natural(problem, wf, disc: Discretisation) -> None:
     bf = disc.mesh.boundary_facets()
     if bf.size == 0 or disc.mesh.dim() == 0:
         return
-    from pinn.fem.mesh import select_facets
-
     covered: dict = {f: set() for f in wf.fields}
     for ds in wf.dirichlet:
-        covered[ds.field].update(select_facets(disc.mesh, disc.shape, ds.on).tolist())
+        covered[ds.field].update(disc._facets(ds.on).tolist())
     for bt in wf.boundary:
-        covered[bt.test].update(select_facets(disc.mesh, disc.shape, bt.on).tolist())
+        covered[bt.test].update(disc._facets(bt.on).tolist())
     for f in wf.fields:
         if f in wf.value_free or wf.degree[f] < max(wf.degree.values()):
             continue  # pressure-like fields carry no boundary condition

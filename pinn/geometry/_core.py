@@ -113,8 +113,8 @@ def propose(spec: Spec, u):
         loc = u[:, : spec.pdim]
     else:
         s = u[:, 0]
-        idx = jnp.clip(jnp.searchsorted(jnp.asarray(cum[:-1], dt), s, side="right"),
-                       0, len(pieces) - 1).astype(jnp.int32)
+        idx = jnp.sum(s[:, None] >= jnp.asarray(cum[:-1], dt)[None, :], axis=1)
+        idx = jnp.minimum(idx, len(pieces) - 1).astype(jnp.int32)
         loc0 = jnp.clip((s - jnp.asarray(start, dt)[idx]) / jnp.asarray(frac, dt)[idx], 0.0, 1.0)
         loc = jnp.concatenate([loc0[:, None], u[:, 1: spec.pdim]], axis=1)[:, : spec.pdim]
     ar = jnp.arange(m)
@@ -151,7 +151,7 @@ def acceptance_rate(owner, kind: str, on, coords, dtype_name: str) -> float:
     rng = np.random.default_rng(12345)
     u = rng.random((RATE_CANDIDATES, spec.dunit))
     with jax.ensure_compile_time_eval():
-        _, _, _, ok = propose(spec, jnp.asarray(u, dtype=dtype_name))
+        ok = jax.jit(lambda v: propose(spec, v)[3])(jnp.asarray(u, dtype=dtype_name))
         count = int(np.asarray(ok).sum())
     rate = count / RATE_CANDIDATES
     what = "boundary part(s) " + _describe(on) if kind == "boundary" else "interior"
@@ -175,16 +175,8 @@ def _describe(on) -> str:
 
 def fill(key, n: int, m: int, prop: Callable):
     """First ``n`` accepted of rounds of ``m`` proposals; ``prop(key) -> (values, ok)``."""
-    vals0, ok0 = prop(jax.random.fold_in(key, 0))
-    buf = jax.tree.map(lambda v: jnp.zeros((n,) + v.shape[1:], v.dtype), vals0)
-
-    def put(buf, count, vals, ok):
-        rank = count + jnp.cumsum(ok.astype(jnp.int32)) - 1
-        slot = jnp.where(ok & (rank < n), rank, n)
-        buf = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buf, vals)
-        return buf, jnp.minimum(count + jnp.sum(ok.astype(jnp.int32)), n)
-
-    buf, count = put(buf, jnp.int32(0), vals0, ok0)
+    shapes, _ = jax.eval_shape(prop, key)
+    buf = jax.tree.map(lambda v: jnp.zeros((n,) + v.shape[1:], v.dtype), shapes)
 
     def cond(state):
         r, _, count = state
@@ -193,10 +185,12 @@ def fill(key, n: int, m: int, prop: Callable):
     def body(state):
         r, buf, count = state
         vals, ok = prop(jax.random.fold_in(key, r))
-        buf, count = put(buf, count, vals, ok)
-        return r + 1, buf, count
+        rank = count + jnp.cumsum(ok.astype(jnp.int32)) - 1
+        slot = jnp.where(ok & (rank < n), rank, n)
+        buf = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buf, vals)
+        return r + 1, buf, jnp.minimum(count + jnp.sum(ok.astype(jnp.int32)), n)
 
-    _, buf, count = jax.lax.while_loop(cond, body, (jnp.int32(1), buf, count))
+    _, buf, count = jax.lax.while_loop(cond, body, (jnp.int32(0), buf, jnp.int32(0)))
     i = jnp.arange(n)
     take = jnp.where(i < count, i, i % jnp.maximum(count, 1))
     return jax.tree.map(lambda b: b[take], buf)
@@ -210,11 +204,6 @@ def candidates_for(n: int, rate: float) -> int:
 
 def draw(owner, key, n: int, sampler, kind: str, on, coords):
     """(points, normals | None, part) for ``owner._spec(kind, on, coords)``."""
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(
-            f"the number of points must be a positive Python int (static under jit), got {n!r}"
-        )
-    n = int(n)
     dtype = np.dtype(float_dtype()).name
     if isinstance(sampler, Grid):
         pts, nrm, part = grid_points(owner, n, kind, on, coords, dtype)
@@ -250,9 +239,11 @@ def grid_points(owner, n: int, kind: str, on, coords, dtype: str):
             spec = owner._spec(kind, on, coords)
             aspect = _boundary_aspect(owner, spec)
 
+            prop = jax.jit(lambda v: propose(spec, v))
+
             def make(target):
                 u = lattice(lattice_counts(target, aspect))
-                x, nrm, part, ok = propose(spec, jnp.asarray(u, dtype))
+                x, nrm, part, ok = prop(jnp.asarray(u, dtype))
                 ok = np.ones(u.shape[0], bool) if ok is None else np.asarray(ok)
                 return (np.asarray(x)[ok], np.asarray(nrm)[ok], np.asarray(part)[ok])
 

@@ -17,6 +17,7 @@ Conventions (all shapes):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -90,12 +91,73 @@ def predicate_fn(expr, names: Sequence[str], tol: float):
     return keep
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _jit_sdf(owner, x):
+    return owner._sdf(x)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2))
+def _jit_contains(owner, x, tol):
+    return owner._contains(x, tol)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _jit_outward(owner, x):
+    return owner._outward(x)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4))
+def _jit_mask(owner, x, on, tol, coords):
+    return owner._mask(x, on, tol, coords)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5, 6))
+def _jit_draw(owner, key, n, sampler, kind, on, coords):
+    return _core.draw(owner, key, n, sampler, kind, on, coords)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5))
+def _jit_estimate(owner, key, n, kind, on, coords):
+    spec = owner._spec(kind, on, coords)
+    total = sum(p.measure for p in spec.pieces) * owner._extra_measure()
+    u = Uniform().unit(key, n, spec.dunit)
+    _, _, _, ok = propose(spec, u)
+    frac = 1.0 if ok is None else jnp.mean(ok.astype(float_dtype()))
+    return jnp.asarray(total * frac, float_dtype())
+
+
+def _check_n(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(
+            f"the number of points must be a positive Python int (static under jit), got {n!r}"
+        )
+    return int(n)
+
+
+def _check_tol(tol) -> float:
+    try:
+        return float(tol)
+    except (TypeError, jax.errors.ConcretizationTypeError):
+        raise TypeError(f"tol must be a Python float, got {tol!r}") from None
+
+
 class Domain:
     """Sampling and boundary-selection methods shared by shapes and space-time domains.
 
-    Subclasses provide ``dim``, ``bounds``, ``contains``, ``default_tol``,
-    ``boundary_parts``, ``_spec(kind, on, coords)`` and ``_select``.
+    Subclasses provide ``dim``, ``bounds``, ``_sdf``, ``_contains``,
+    ``default_tol``, ``boundary_parts``, ``_spec(kind, on, coords)``,
+    ``_select`` and ``_mask``.  Public methods validate their arguments and
+    call jitted functions (the domain, ``n``, the sampler and ``on`` are static),
+    so they are fast when called eagerly and inline inside a user's jit.
     """
+
+    def sdf(self, points):
+        """Signed distance ``[...]``: negative inside (a bound, not exact, for CSG shapes)."""
+        return _jit_sdf(self, self._check_points(points))
+
+    def contains(self, points, tol: float = 0.0):
+        """``bool[...]``: points in the closed domain (``sdf <= tol``)."""
+        return _jit_contains(self, self._check_points(points), _check_tol(tol))
 
     # -- selection --------------------------------------------------------
     def _default_coords(self) -> tuple[str, ...]:
@@ -152,14 +214,16 @@ class Domain:
         also lie on the boundary.
         """
         x = self._check_points(points)
-        tol = self.default_tol if tol is None else float(tol)
-        return self._mask(x, on, tol, coords)
+        tol = self.default_tol if tol is None else _check_tol(tol)
+        on = tuple(on) if isinstance(on, list) else on
+        self._resolve_parts(on)
+        return _jit_mask(self, x, on, tol, self._coord_key(on, coords))
 
     # -- sampling ------------------------------------------------------------
     def sample_interior(self, key, n: int, sampler: Sampler | None = None):
         """``[n, dim]`` points distributed by volume (area, length) in the domain."""
         sampler = Uniform() if sampler is None else sampler
-        x, _, _ = _core.draw(self, key, n, sampler, "interior", None, None)
+        x, _, _ = _jit_draw(self, key, _check_n(n), sampler, "interior", None, None)
         return x
 
     def sample_boundary(self, key, n: int, sampler: Sampler | None = None, on="boundary",
@@ -172,7 +236,7 @@ class Domain:
         on = tuple(on) if isinstance(on, list) else on
         self._resolve_parts(on)  # validate names early with a clear message
         names = self._coord_key(on, coords)
-        x, nrm, part = _core.draw(self, key, n, sampler, "boundary", on, names)
+        x, nrm, part = _jit_draw(self, key, _check_n(n), sampler, "boundary", on, names)
         return BoundarySample(x, nrm, part)
 
     def _coord_key(self, on, coords):
@@ -186,7 +250,7 @@ class Domain:
         """Monte Carlo volume (exact ``measure`` where known); relative error ~ 1/sqrt(n)."""
         if self.measure is not None:
             return jnp.asarray(self.measure, float_dtype())
-        return self._estimate(key, n, "interior", None, None)
+        return _jit_estimate(self, key, _check_n(n), "interior", None, None)
 
     def estimate_boundary_measure(self, key, n: int = 100_000, on="boundary", coords=None):
         """Monte Carlo length (area) of the selected boundary part(s)."""
@@ -196,15 +260,7 @@ class Domain:
             exact = self.part_measures
             if all(exact.get(p) is not None for p in parts):
                 return jnp.asarray(sum(exact[p] for p in parts), float_dtype())
-        return self._estimate(key, n, "boundary", on, self._coord_key(on, coords))
-
-    def _estimate(self, key, n, kind, on, coords):
-        spec = self._spec(kind, on, coords)
-        total = sum(p.measure for p in spec.pieces) * self._extra_measure()
-        u = Uniform().unit(key, n, spec.dunit)
-        _, _, _, ok = propose(spec, u)
-        frac = 1.0 if ok is None else jnp.mean(ok.astype(float_dtype()))
-        return jnp.asarray(total * frac, float_dtype())
+        return _jit_estimate(self, key, _check_n(n), "boundary", on, self._coord_key(on, coords))
 
     def _extra_measure(self) -> float:
         return 1.0
@@ -222,7 +278,7 @@ class Shape(Domain):
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def sdf(self, points):  # pragma: no cover - interface
+    def _sdf(self, x):  # pragma: no cover - interface
         raise NotImplementedError
 
     def _outward(self, x):  # pragma: no cover - interface
@@ -240,9 +296,8 @@ class Shape(Domain):
         return None
 
     # -- generic ---------------------------------------------------------------
-    def contains(self, points, tol: float = 0.0):
-        """``bool[...]``: points in the closed shape (``sdf <= tol``)."""
-        return self.sdf(points) <= tol
+    def _contains(self, x, tol):
+        return self._sdf(x) <= tol
 
     def normal(self, points):
         """Outward unit normal ``[..., dim]`` at boundary points (of the nearest part).
@@ -250,7 +305,7 @@ class Shape(Domain):
         Meaningful on or very near the boundary; at a corner it is the normal of
         one of the parts meeting there.
         """
-        return self._outward(self._check_points(points))
+        return _jit_outward(self, self._check_points(points))
 
     @property
     def default_tol(self) -> float:

@@ -85,16 +85,16 @@ class _CSG(Shape):
 
 
 def _out(s: Shape, x, tol):
-    return s.sdf(x) > tol
+    return s._sdf(x) > tol
 
 
 def _in(s: Shape, x, tol):
-    return s.sdf(x) < -tol
+    return s._sdf(x) < -tol
 
 
 def _coincident(s: Shape, x, n, tol, sign: float):
     """On the boundary of ``s`` with normal ``sign * n`` (same: +1, opposite: -1)."""
-    on = jnp.abs(s.sdf(x)) <= tol
+    on = jnp.abs(s._sdf(x)) <= tol
     return on & (sign * jnp.sum(n * s._outward(x), -1) > _SAME)
 
 
@@ -113,11 +113,11 @@ class Union(_CSG):
         (la, ha), (lb, hb) = self.a.bounds, self.b.bounds
         return np.minimum(la, lb), np.maximum(ha, hb)
 
-    def sdf(self, points):
-        return jnp.minimum(self.a.sdf(points), self.b.sdf(points))
+    def _sdf(self, x):
+        return jnp.minimum(self.a._sdf(x), self.b._sdf(x))
 
     def _outward(self, x):
-        pick = (self.a.sdf(x) <= self.b.sdf(x))[..., None]
+        pick = (self.a._sdf(x) <= self.b._sdf(x))[..., None]
         return jnp.where(pick, self.a._outward(x), self.b._outward(x))
 
     def _keep(self):
@@ -135,7 +135,7 @@ class Union(_CSG):
         a = self.a
 
         def not_in_a(x, n, tol):
-            return ~a.contains(x)
+            return ~a._contains(x, 0.0)
 
         pieces = self.a._interior_pieces() + [p.restrict(not_in_a)
                                               for p in self.b._interior_pieces()]
@@ -161,11 +161,11 @@ class Intersection(_CSG):
         (la, ha), (lb, hb) = self.a.bounds, self.b.bounds
         return np.maximum(la, lb), np.minimum(ha, hb)
 
-    def sdf(self, points):
-        return jnp.maximum(self.a.sdf(points), self.b.sdf(points))
+    def _sdf(self, x):
+        return jnp.maximum(self.a._sdf(x), self.b._sdf(x))
 
     def _outward(self, x):
-        pick = (self.a.sdf(x) >= self.b.sdf(x))[..., None]
+        pick = (self.a._sdf(x) >= self.b._sdf(x))[..., None]
         return jnp.where(pick, self.a._outward(x), self.b._outward(x))
 
     def _keep(self):
@@ -186,7 +186,7 @@ class Intersection(_CSG):
             a, b, pa = b, a, pb
 
         def in_b(x, n, tol):
-            return b.contains(x)
+            return b._contains(x, 0.0)
 
         return _maybe_bbox(self, [p.restrict(in_b) for p in pa])
 
@@ -205,11 +205,11 @@ class Difference(_CSG):
     def bounds(self):
         return self.a.bounds
 
-    def sdf(self, points):
-        return jnp.maximum(self.a.sdf(points), -self.b.sdf(points))
+    def _sdf(self, x):
+        return jnp.maximum(self.a._sdf(x), -self.b._sdf(x))
 
     def _outward(self, x):
-        pick = (self.a.sdf(x) >= -self.b.sdf(x))[..., None]
+        pick = (self.a._sdf(x) >= -self.b._sdf(x))[..., None]
         return jnp.where(pick, self.a._outward(x), -self.b._outward(x))
 
     def _keep(self):
@@ -227,7 +227,7 @@ class Difference(_CSG):
         b = self.b
 
         def not_in_b(x, n, tol):
-            return b.sdf(x) > 0
+            return b._sdf(x) > 0
 
         return _maybe_bbox(self, [p.restrict(not_in_b) for p in self.a._interior_pieces()])
 
@@ -243,7 +243,7 @@ def _maybe_bbox(shape: Shape, pieces: list[Piece]) -> list[Piece]:
         return lo + u * (hi - lo)
 
     def inside(x, n, tol):
-        return shape.contains(x)
+        return shape._contains(x, 0.0)
 
     return [Piece(None, box, shape.dim, f, accept=inside)]
 
@@ -287,8 +287,8 @@ class Renamed(Shape):
     def default_tol(self) -> float:
         return self.shape.default_tol
 
-    def sdf(self, points):
-        return self.shape.sdf(points)
+    def _sdf(self, x):
+        return self.shape._sdf(x)
 
     def _outward(self, x):
         return self.shape._outward(x)

@@ -162,8 +162,7 @@ class Polygon(Shape):
         d = pv - t[..., None] * e
         return jnp.sqrt(jnp.sum(d * d, -1))  # [..., E]
 
-    def sdf(self, points):
-        x = self._check_points(points)
+    def _sdf(self, x):
         v = self._v
         w = np.roll(v, -1, axis=0)
         dist = jnp.min(self._edge_distances(x), axis=-1)
@@ -189,8 +188,8 @@ class Polygon(Shape):
         def f(u):
             dt = u.dtype
             s = u[:, 0]
-            j = jnp.clip(jnp.searchsorted(jnp.asarray(cum[:-1], dt), s, side="right"),
-                         0, len(tris) - 1)
+            j = jnp.sum(s[:, None] >= jnp.asarray(cum[:-1], dt)[None, :], axis=1)
+            j = jnp.minimum(j, len(tris) - 1)
             s = jnp.clip((s - jnp.asarray(start, dt)[j]) / jnp.asarray(frac, dt)[j], 0.0, 1.0)
             t = jnp.asarray(tris, dt)[j]
             r1 = jnp.sqrt(s)[:, None]

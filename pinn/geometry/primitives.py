@@ -91,8 +91,7 @@ class _BoxLike(Shape):
     def measure(self) -> float:
         return float(np.prod(self._hi - self._lo))
 
-    def sdf(self, points):
-        x = self._check_points(points)
+    def _sdf(self, x):
         c = (self._lo + self._hi) / 2
         h = (self._hi - self._lo) / 2
         q = jnp.abs(x - c) - h
@@ -239,8 +238,7 @@ class _Round(Shape):
         c = np.asarray(self.center)
         return c - self.radius, c + self.radius
 
-    def sdf(self, points):
-        x = self._check_points(points)
+    def _sdf(self, x):
         return _norm(x - np.asarray(self.center)) - self.radius
 
     def _outward(self, x):
@@ -404,8 +402,7 @@ class Ellipse(Shape):
         a, b = max(self.semi_axes), min(self.semi_axes)
         return float(4 * a * ellipe(1 - (b / a) ** 2))
 
-    def sdf(self, points):
-        x = self._check_points(points)
+    def _sdf(self, x):
         y = jnp.abs(x - np.asarray(self.center))
         a, b = self.semi_axes
         if a >= b:
@@ -438,6 +435,6 @@ class Ellipse(Shape):
             return c + ax * jnp.stack([jnp.cos(th), jnp.sin(th)], -1)
 
         def on(x, tol):
-            return jnp.abs(self.sdf(x)) <= tol
+            return jnp.abs(self._sdf(x)) <= tol
 
         return [Piece("ellipse", self.perimeter, 1, f, normal=self._outward, on=on)]

@@ -16,8 +16,8 @@ What runs where (``n`` and ``d`` are static Python ints):
   traced (cached), and embedded as a constant; inside jit, a **random digital
   shift** (XOR of every coordinate's 32 bits with random bits drawn from the
   key) randomises them.  Each key gives a different, equally balanced net.
-- ``Halton``: likewise the first ``n`` unscrambled Halton points (scipy, at
-  trace time) with a key-dependent **random shift modulo 1**
+- ``Halton``: likewise the first ``n`` Halton points (radical inverses in the
+  first ``d`` primes, numpy, at trace time) with a key-dependent **random shift modulo 1**
   (Cranley-Patterson rotation) inside jit.
 - ``Grid``: a regular, deterministic lattice (the key is ignored); the whole
   point set is computed at trace time and is a constant of the jitted
@@ -81,11 +81,28 @@ def _sobol_table(n: int, d: int) -> np.ndarray:
     return np.floor(pts * 2.0**32).astype(np.uint64).astype(np.uint32)
 
 
+def _primes(d: int) -> list[int]:
+    out: list[int] = []
+    k = 2
+    while len(out) < d:
+        if all(k % p for p in out if p * p <= k):
+            out.append(k)
+        k += 1
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _halton_table(n: int, d: int) -> np.ndarray:
-    from scipy.stats import qmc
-
-    return qmc.Halton(d, scramble=False).random(n)
+    """The first ``n`` points of the Halton sequence (radical inverses in the first primes)."""
+    out = np.zeros((n, d))
+    for j, b in enumerate(_primes(d)):
+        i = np.arange(n)
+        f = 1.0
+        while np.any(i > 0):
+            f /= b
+            out[:, j] += f * (i % b)
+            i //= b
+    return out
 
 
 @dataclass(frozen=True)

@@ -103,14 +103,12 @@ class SpaceTime(Domain):
         m = self.space.boundary_measure
         return None if m is None else m * self.time.measure
 
-    def contains(self, points, tol: float = 0.0):
-        x = self._check_points(points)
-        return self.space.contains(x[..., :-1], tol) & self.time.contains(x[..., -1], tol)
+    def _contains(self, x, tol):
+        return self.space._contains(x[..., :-1], tol) & self.time.contains(x[..., -1], tol)
 
-    def sdf(self, points):
+    def _sdf(self, x):
         """Signed distance to the product set (exact where the space's sdf is)."""
-        x = self._check_points(points)
-        ds = self.space.sdf(x[..., :-1])
+        ds = self.space._sdf(x[..., :-1])
         t = x[..., -1]
         dt = jnp.maximum(self.time.t0 - t, t - self.time.t1)
         outside = jnp.sqrt(jnp.maximum(ds, 0.0) ** 2 + jnp.maximum(dt, 0.0) ** 2)

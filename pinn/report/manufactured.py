@@ -44,6 +44,8 @@ def _substitute_exact(problem, e: E.Expr) -> E.Expr:
     ex = problem.expand(e)
     mapping: dict[E.Expr, E.Expr] = {}
     for f, wrt in K.field_derivatives(ex):
+        if not wrt or f not in problem.exact:
+            continue
         d = problem.exact[f]
         for c in wrt:
             d = K.diff(d, c, problem.coords)

@@ -10,6 +10,7 @@ evaluates, checkpoints and reacts to signals.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -29,7 +30,7 @@ import optax
 
 from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
 from .history import HistoryWriter, read_history
-from .optim import Stage
+from .optim import LBFGS, Stage
 from .progress import TrainProgress
 from .weighting import Fixed
 
@@ -121,6 +122,18 @@ def _all_finite(tree: Any) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
+def _strong(tree: Any) -> Any:
+    """The same pytree with weak types made strong, so the jitted chunk compiles once."""
+
+    def fix(x: Any) -> Any:
+        if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return x
+        x = jnp.asarray(x)
+        return jnp.asarray(x, dtype=x.dtype)
+
+    return jax.tree.map(fix, tree)
+
+
 def _select(pred: jax.Array, a: Any, b: Any) -> Any:
     return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
 
@@ -188,6 +201,145 @@ def _validate(stages: Sequence[Stage], chunk: int, resample_every: int | None,
     if not 0 < rollback_factor < 1:
         raise ValueError(f"run: rollback_factor must lie in (0, 1), got {rollback_factor!r}.")
     return stages
+
+
+def _make_weighted(terms_fn: Callable, names: tuple[str, ...], has_aux: bool) -> Callable:
+    """``weighted(params, batch, weights) -> (sum_i w_i L_i, (terms, aux))``."""
+
+    def weighted(p, batch, w):
+        out = terms_fn(p, batch)
+        terms, aux = out if has_aux else (out, {})
+        loss = sum(w[n].astype(terms[n].dtype) * terms[n] for n in names)
+        return loss, (terms, aux)
+
+    return weighted
+
+
+def _ident(obj: Any) -> tuple:
+    """Cache identity of a spec member: by value when hashable, else by object identity."""
+    try:
+        hash(obj)
+    except TypeError:
+        return ("id", id(obj))
+    return ("value", obj)
+
+
+@dataclass(frozen=True, eq=False)
+class _Program:
+    """Everything a stage's chunk program depends on (holds the objects, so ids stay valid)."""
+
+    terms_fn: Callable
+    sample_fn: Callable
+    weighting: Any
+    optimizer: Any
+    steps: int
+    resample_every: int | None
+    names: tuple[str, ...]
+    has_aux: bool
+
+    def _key(self) -> tuple:
+        return (self.terms_fn, self.sample_fn, _ident(self.weighting), _ident(self.optimizer),
+                type(self.optimizer), self.steps, self.resample_every, self.names, self.has_aux)
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Program) and self._key() == other._key()
+
+
+@functools.lru_cache(maxsize=8)
+def _chunk_program(spec: _Program) -> Callable:
+    """The jitted chunk function for one stage (cached: equal specs share a compilation)."""
+    terms_fn, sample_fn, weighting = spec.terms_fn, spec.sample_fn, spec.weighting
+    resample_every, optimizer = spec.resample_every, spec.optimizer
+    weighted = _make_weighted(terms_fn, spec.names, spec.has_aux)
+    tx = optimizer.make(spec.steps)
+    is_lbfgs = isinstance(optimizer, LBFGS)
+
+    def first_order_step(state):
+        p, step = state["params"], state["step"]
+        k, batch = state["key"], state["batch"]
+        if resample_every is not None:
+            def resample(args):
+                k, _ = args
+                k, sub = jax.random.split(k)
+                return k, sample_fn(sub, p)
+
+            k, batch = jax.lax.cond(
+                (step > 0) & (step % resample_every == 0), resample, lambda a: a, (k, batch)
+            )
+        wstate = weighting.update(state["weights"], params=p, batch=batch,
+                                  terms_fn=terms_fn, step=step)
+        w = wstate["weights"]
+        (loss, _), grads = jax.value_and_grad(weighted, has_aux=True)(p, batch, w)
+        updates, opt = tx.update(grads, state["opt"], p)
+        scale = state["lr_scale"]
+        updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
+        p = optax.apply_updates(p, updates)
+        new = {**state, "params": p, "opt": opt, "weights": wstate, "key": k,
+               "batch": batch, "step": step + 1}
+        return new, jnp.isfinite(loss) & _all_finite(grads)
+
+    def lbfgs_step(state):
+        def skip(state):
+            return {**state, "step": state["step"] + 1}, jnp.asarray(True)
+
+        def do(state):
+            p, opt, batch = state["params"], state["opt"], state["batch"]
+            w = state["weights"]["weights"]
+            f = lambda q: weighted(q, batch, w)[0]
+            value, grad = optax.value_and_grad_from_state(f)(p, state=opt)
+            gnorm = optax.tree.norm(grad)
+            updates, new_opt = tx.update(grad, opt, p, value=value, grad=grad, value_fn=f)
+            new_p = optax.apply_updates(p, updates)
+            new_value = optax.tree.get(new_opt, "value")
+            nonfinite = ~jnp.isfinite(new_value) | ~_all_finite(new_p)
+            status = jnp.where(
+                gnorm <= optimizer.gtol, _CONVERGED,
+                jnp.where(nonfinite, _NONFINITE,
+                          jnp.where(optax.tree.norm(updates) == 0, _STALLED, _RUNNING)),
+            ).astype(jnp.int32)
+            accept = status == _RUNNING
+            new = {
+                **state,
+                "params": _select(accept, new_p, p),
+                "opt": _select(accept, new_opt, opt),
+                "step": state["step"] + 1,
+                "status": status,
+                "status_step": jnp.where(accept, state["status_step"], state["step"]),
+            }
+            return new, jnp.isfinite(value)
+
+        return jax.lax.cond(state["status"] != _RUNNING, skip, do, state)
+
+    step_fn = lbfgs_step if is_lbfgs else first_order_step
+
+    def chunk_fn(state, n):
+        def body(_, carry):
+            state, finite = carry
+            state, ok = step_fn(state)
+            return state, finite & ok
+
+        state, finite = jax.lax.fori_loop(0, n, body, (state, jnp.asarray(True)))
+        w = state["weights"]["weights"]
+        (loss, (terms, aux)), grads = jax.value_and_grad(weighted, has_aux=True)(
+            state["params"], state["batch"], w)
+        finite = finite & jnp.isfinite(loss) & _all_finite(state["params"])
+        p = state["params"]
+        report = {
+            "loss": loss, "terms": terms, "aux": aux, "weights": w,
+            "grad_norm": optax.tree.norm(grads), "finite": finite,
+            "pde": p.get("pde", {}) if isinstance(p, Mapping) else {},
+            "status": state["status"], "status_step": state["status_step"],
+            "lr": state["lr_scale"],
+        }
+        if is_lbfgs:
+            stepsize = optax.tree.get(state["opt"], "learning_rate")
+            report["lr"] = jnp.asarray(jnp.nan if stepsize is None else stepsize)
+        return state, report
+
+    return jax.jit(chunk_fn)
 
 
 def run(
@@ -298,14 +450,8 @@ def run(
             stacklevel=2,
         )
 
-    def weighted(p, batch, w):
-        out = terms_fn(p, batch)
-        terms, aux = out if has_aux else (out, {})
-        loss = sum(w[n].astype(terms[n].dtype) * terms[n] for n in names)
-        return loss, (terms, aux)
-
     def make_state(p, k, batch, stage_index):
-        return {
+        return _strong({
             "params": p,
             "opt": txs[stage_index].init(p),
             "weights": weighting.init(names, dtype),
@@ -315,103 +461,18 @@ def run(
             "lr_scale": jnp.asarray(1.0, dtype),
             "status": jnp.asarray(_RUNNING, jnp.int32),
             "status_step": jnp.asarray(-1, jnp.int32),
-        }
+        })
 
     # --- chunk functions, one compiled program per stage -----------------------------------
-    def build_chunk(stage_index: int):
-        stage, tx = stages[stage_index], txs[stage_index]
-
-        def first_order_step(state):
-            p, step = state["params"], state["step"]
-            k, batch = state["key"], state["batch"]
-            if resample_every is not None:
-                def resample(args):
-                    k, _ = args
-                    k, sub = jax.random.split(k)
-                    return k, sample_fn(sub, p)
-
-                k, batch = jax.lax.cond(
-                    (step > 0) & (step % resample_every == 0), resample, lambda a: a, (k, batch)
-                )
-            wstate = weighting.update(state["weights"], params=p, batch=batch,
-                                      terms_fn=terms_fn, step=step)
-            w = wstate["weights"]
-            (loss, _), grads = jax.value_and_grad(weighted, has_aux=True)(p, batch, w)
-            updates, opt = tx.update(grads, state["opt"], p)
-            scale = state["lr_scale"]
-            updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
-            p = optax.apply_updates(p, updates)
-            new = {**state, "params": p, "opt": opt, "weights": wstate, "key": k,
-                   "batch": batch, "step": step + 1}
-            return new, jnp.isfinite(loss) & _all_finite(grads)
-
-        def lbfgs_step(state):
-            def skip(state):
-                return {**state, "step": state["step"] + 1}, jnp.asarray(True)
-
-            def do(state):
-                p, opt, batch = state["params"], state["opt"], state["batch"]
-                w = state["weights"]["weights"]
-                f = lambda q: weighted(q, batch, w)[0]
-                value, grad = optax.value_and_grad_from_state(f)(p, state=opt)
-                gnorm = optax.tree.norm(grad)
-                updates, new_opt = tx.update(grad, opt, p, value=value, grad=grad, value_fn=f)
-                new_p = optax.apply_updates(p, updates)
-                new_value = optax.tree.get(new_opt, "value")
-                nonfinite = ~jnp.isfinite(new_value) | ~_all_finite(new_p)
-                status = jnp.where(
-                    gnorm <= stage.optimizer.gtol, _CONVERGED,
-                    jnp.where(nonfinite, _NONFINITE,
-                              jnp.where(optax.tree.norm(updates) == 0, _STALLED, _RUNNING)),
-                ).astype(jnp.int32)
-                accept = status == _RUNNING
-                new = {
-                    **state,
-                    "params": _select(accept, new_p, p),
-                    "opt": _select(accept, new_opt, opt),
-                    "step": state["step"] + 1,
-                    "status": status,
-                    "status_step": jnp.where(accept, state["status_step"], state["step"]),
-                }
-                return new, jnp.isfinite(value)
-
-            return jax.lax.cond(state["status"] != _RUNNING, skip, do, state)
-
-        step_fn = lbfgs_step if stage.is_lbfgs else first_order_step
-
-        def chunk_fn(state, n):
-            def body(_, carry):
-                state, finite = carry
-                state, ok = step_fn(state)
-                return state, finite & ok
-
-            state, finite = jax.lax.fori_loop(0, n, body, (state, jnp.asarray(True)))
-            w = state["weights"]["weights"]
-            (loss, (terms, aux)), grads = jax.value_and_grad(weighted, has_aux=True)(
-                state["params"], state["batch"], w)
-            finite = finite & jnp.isfinite(loss) & _all_finite(state["params"])
-            p = state["params"]
-            report = {
-                "loss": loss, "terms": terms, "aux": aux, "weights": w,
-                "grad_norm": optax.tree.norm(grads), "finite": finite,
-                "pde": p.get("pde", {}) if isinstance(p, Mapping) else {},
-                "status": state["status"], "status_step": state["status_step"],
-                "lr": state["lr_scale"],
-            }
-            if stage.is_lbfgs:
-                stepsize = optax.tree.get(state["opt"], "learning_rate")
-                report["lr"] = jnp.asarray(jnp.nan if stepsize is None else stepsize)
-            return state, report
-
-        return jax.jit(chunk_fn)
-
     chunk_fns: dict[int, Callable] = {}
     compile_seconds = 0.0
 
     def call_chunk(stage_index: int, state: Any, n: int):
         nonlocal compile_seconds
         if stage_index not in chunk_fns:  # compile (timed) with a zero-step call
-            chunk_fns[stage_index] = build_chunk(stage_index)
+            chunk_fns[stage_index] = _chunk_program(_Program(
+                terms_fn, sample_fn, weighting, stages[stage_index].optimizer,
+                stages[stage_index].steps, resample_every, tuple(names), has_aux))
             t0 = time.perf_counter()
             jax.block_until_ready(chunk_fns[stage_index](state, jnp.asarray(0, jnp.int32)))
             compile_seconds += time.perf_counter() - t0
@@ -440,8 +501,8 @@ def run(
                 f"{opt_names} starting at {starts} and terms {names}. Resume with the same "
                 "stages (later stages may change) or start without resume."
             )
-        template = jax.eval_shape(lambda: make_state(params, sample_key, batch_shape,
-                                                     stage_index))
+        template = jax.eval_shape(lambda p, b: make_state(p, sample_key, b, stage_index),
+                                  params, batch_shape)
         state, _ = load_checkpoint(ckpt_path, template)
         stage_reports = list(meta["stage_reports"])
         rollbacks = list(meta["rollbacks"])
@@ -536,6 +597,15 @@ def run(
             _, report = call_chunk(0, state, 0)
             history.append(make_row(0, 0, report, "stage_start", None))
             last_report = report
+            if not bool(report["finite"]):
+                bad_terms = {n: _float(v) for n, v in report["terms"].items()}
+                raise TrainingDiverged(
+                    f"the loss is non-finite at the initial parameters (terms: {bad_terms}); "
+                    "no step was taken. Check the problem (division by zero, log or sqrt of a "
+                    "negative value at some points) and the initial parameters.",
+                    step=0, stage=0, failures=[], params=state["params"],
+                    history=history.rows,
+                )
         while True:
             if step >= ends[stage_index]:
                 if len(stage_reports) <= stage_index:
@@ -554,7 +624,7 @@ def run(
                 if stage_index == len(stages) - 1:
                     break
                 stage_index += 1
-                state = {**state, "opt": txs[stage_index].init(state["params"]),
+                state = {**state, "opt": _strong(txs[stage_index].init(state["params"])),
                          "lr_scale": jnp.ones_like(state["lr_scale"]),
                          "status": jnp.asarray(_RUNNING, jnp.int32),
                          "status_step": jnp.asarray(-1, jnp.int32)}
@@ -605,7 +675,7 @@ def run(
                 warnings.warn(event["message"], RuntimeWarning, stacklevel=2)
                 state = {**state, "lr_scale": state["lr_scale"] * rollback_factor}
                 if stages[stage_index].is_lbfgs:  # fresh curvature memory at the good point
-                    state = {**state, "opt": txs[stage_index].init(state["params"])}
+                    state = {**state, "opt": _strong(txs[stage_index].init(state["params"]))}
                 continue
 
             failures = 0

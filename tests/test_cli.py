@@ -1,0 +1,203 @@
+"""The command line: exit codes, one-line errors, validate, info (no training here)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pinn.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBLEMS = sorted(glob.glob(os.path.join(ROOT, "problems", "*.yaml")))
+HEAT = os.path.join(ROOT, "problems", "heat2d.yaml")
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def heat_text(old: str = "", new: str = "") -> str:
+    text = open(HEAT, encoding="utf-8").read()
+    if old:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
+
+
+def line_of(text: str, needle: str) -> int:
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(needle)
+
+
+@pytest.mark.parametrize("command", ["solve", "validate", "plot", "predict", "info", "fem",
+                                     "compare"])
+def test_every_command_has_help_with_examples(capsys, command):
+    rc, out, err = run(capsys, command, "--help")
+    assert rc == 0 and err == ""
+    assert "Example" in out
+
+
+def test_no_arguments_shows_help(capsys):
+    rc, out, _ = run(capsys)
+    assert rc in (0, 2) and "solve" in out
+
+
+BROKEN = {
+    # name: (text, needle on the line named, text expected in the message)
+    "unknown_key": (heat_text("model: {mlp:", "modle: {mlp:"), "modle:",
+                    "unknown key 'modle' (did you mean 'model'?)"),
+    "unknown_nested_key": (heat_text("{dirichlet: {u: 0}, on: boundary}",
+                                     "{dirichlet: {u: 0}, on: boundary, wieght: 2}"), "walls:",
+                           "conditions.walls: unknown key 'wieght' (did you mean 'weight'?)"),
+    "wrong_type": (heat_text("depth: 4", "depth: [4]"), "depth:",
+                   "model.mlp.depth: expected a whole number, got a list"),
+    "undeclared_name": (heat_text("u_t - alpha*", "u_t - beta*"), "heat:",
+                        "equations.heat: unknown name 'beta'"),
+    "undeclared_field": (heat_text("{dirichlet: {u: 0}", "{dirichlet: {w: 0}"), "walls:",
+                         "conditions.walls.dirichlet: unknown field 'w' (fields: u)"),
+    "bad_expression": (heat_text("u_t - alpha*(u_xx + u_yy)", "u_t - alpha*(u_xx + + u_yy"),
+                       "heat:", "equations.heat:"),
+    "missing_boundary": (heat_text("on: boundary", "on: north"), "walls:",
+                         "unknown boundary part 'north'"),
+    "huge_number": (heat_text("alpha: 0.05", "alpha: 1.0e999"), "alpha",
+                    "params.alpha.value: the number is too large"),
+    "huge_count": (heat_text("interior: 2048", "interior: 99999999999999999999"), "interior",
+                   "training.points.interior: must be ≤"),
+    "negative_count": (heat_text("interior: 2048", "interior: -2048"), "interior",
+                       "training.points.interior: must be ≥ 1, got -2048"),
+    "bad_yaml": (heat_text("fields: [u]", "fields: [u"), None, "YAML syntax error"),
+    "list_not_mapping": ("- heat\n- wave\n", None, "not a list"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_files_give_one_line_and_exit_2(capsys, tmp_path, name):
+    text, needle, expected = BROKEN[name]
+    f = tmp_path / "bad.yaml"
+    f.write_text(text, encoding="utf-8")
+    rc, out, err = run(capsys, "validate", str(f))
+    assert rc == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("pinn: bad.yaml")
+    if needle is not None:
+        assert err.startswith(f"pinn: bad.yaml:{line_of(text, needle)}"), err
+    assert expected in err, err
+    # solve stops at the same place, before any training
+    rc2, _, err2 = run(capsys, "solve", str(f), "--out", str(tmp_path / "run"))
+    assert rc2 == 2 and err2 == err
+
+
+def test_expression_errors_carry_the_column(capsys, tmp_path):
+    text = heat_text("u_t - alpha*", "u_t - alhpa*")
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    rc, _, err = run(capsys, "validate", str(f))
+    line = line_of(text, "heat:")
+    col = text.splitlines()[line - 1].index("alhpa") + 1
+    assert rc == 2
+    assert err.startswith(f"pinn: bad.yaml:{line}:{col} equations.heat: unknown name 'alhpa': "
+                          "did you mean 'alpha'?"), err
+
+
+@pytest.mark.parametrize("content", [b"", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00"],
+                         ids=["empty", "binary"])
+def test_empty_and_binary_files(capsys, tmp_path, content):
+    f = tmp_path / "bad.yaml"
+    f.write_bytes(content)
+    rc, _, err = run(capsys, "validate", str(f))
+    assert rc == 2 and err.count("\n") == 1 and err.startswith("pinn: bad.yaml")
+
+
+def test_missing_file_and_bad_override(capsys, tmp_path):
+    rc, _, err = run(capsys, "validate", str(tmp_path / "nope.yaml"))
+    assert rc == 2 and "no such file" in err and err.count("\n") == 1
+    rc, _, err = run(capsys, "validate", HEAT, "--set", "training.stages.0.steps=-1")
+    assert rc == 2
+    assert err.startswith("pinn: --set training.stages.0.steps=-1 training.stages.0.steps: "
+                          "must be ≥ 0"), err
+    rc, _, err = run(capsys, "solve", HEAT, "--precision", "16", "--out", str(tmp_path / "r"))
+    assert rc == 2 and "--set training.precision=16" in err and "32 or 64" in err
+    rc, _, err = run(capsys, "solve", HEAT, "--bogus")
+    assert rc == 2 and "--bogus" in err and err.count("\n") == 1
+
+
+def test_bad_input_through_the_console_script(tmp_path):
+    """The real process: exit code 2, one line on stderr, no traceback."""
+    f = tmp_path / "bad.yaml"
+    f.write_bytes(b"\x00\xff binary \x00")
+    proc = subprocess.run([sys.executable, "-m", "pinn.cli", "validate", str(f)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert "bad.yaml" in proc.stderr and "binary" in proc.stderr
+
+
+@pytest.mark.parametrize("path", PROBLEMS, ids=[os.path.basename(p) for p in PROBLEMS])
+def test_every_problem_validates(capsys, path):
+    rc, out, err = run(capsys, "validate", path, "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["ok"] is True
+    for c in result["manufactured"]:
+        assert c["ok"], c
+
+
+def test_validate_reports_the_manufactured_check(capsys):
+    rc, out, _ = run(capsys, "validate", HEAT)
+    assert rc == 0
+    assert "manufactured-solution check" in out
+    assert out.count(" ok ") >= 3
+
+
+def test_validate_catches_a_sign_error(capsys, tmp_path):
+    f = tmp_path / "heat_sign.yaml"
+    f.write_text(heat_text("u_t - alpha*", "u_t + alpha*"))
+    rc, out, err = run(capsys, "validate", str(f), "--json")
+    assert rc == 2
+    result = json.loads(out)
+    heat = next(c for c in result["manufactured"] if c["name"] == "heat")
+    # residual 2*u_t = -4 pi^2 alpha u: of the order of the terms, not round-off
+    assert not heat["ok"] and heat["max_residual"] > 0.5
+    assert "does not satisfy heat" in err and err.count("\n") == 1
+
+
+def test_validate_json_on_an_invalid_file(capsys, tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text(heat_text("depth: 4", "depth: deep").replace("width: 64", "width: -1"))
+    rc, out, err = run(capsys, "validate", str(f), "--json")
+    assert rc == 2
+    result = json.loads(out)
+    assert result["ok"] is False
+    assert [e["path"] for e in result["errors"]] == ["model.mlp.width", "model.mlp.depth"]
+    assert all(e["line"] == line_of(f.read_text(), "mlp") for e in result["errors"])
+
+
+def test_info(capsys):
+    rc, out, _ = run(capsys, "info", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert d["versions"]["jax"] and d["devices"]
+    assert d["precision"].startswith("float32")
+
+
+def test_malloc_switch(monkeypatch):
+    from pinn.cli import tune_malloc
+
+    monkeypatch.setenv("PINN_MALLOC", "0")
+    assert tune_malloc() is False
+
+
+def test_predict_and_plot_need_a_finished_run(capsys, tmp_path):
+    rc, _, err = run(capsys, "plot", str(tmp_path))
+    assert rc == 2 and "no solution.pkl" in err
+    rc, _, err = run(capsys, "predict", str(tmp_path / "none"), "--points", "p.csv")
+    assert rc == 2 and "no such run folder" in err
