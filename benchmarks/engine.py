@@ -158,7 +158,7 @@ def taylor_mlp(params, x, first, second=(), third=(), fourth=(), mixed22=()):
                 )
         stack = jnp.stack([jnp.broadcast_to(y[k], (n, t.shape[1])) for k in keys])
         out = jnp.einsum("snw,wv->snv", stack, w)
-        z = {k: out[s] for s, k in enumerate(keys)}
+        z = dict(zip(keys, (o[0] for o in jnp.split(out, len(keys), axis=0)), strict=True))
         z[("v",)] = z[("v",)] + b
     return z
 

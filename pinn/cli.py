@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
+from typer.exceptions import TyperException
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -594,36 +594,40 @@ def fem(
 
 
 def run_fem(built, run_dir: Path) -> dict:
+    """Solve with ``pinn.fem`` and write a run folder like ``pinn solve`` does."""
     from pinn import fem as F
     from pinn.report import versions, write_run_report
 
     opts = built.spec.fem
     _write_config(run_dir, built, False)
     t0 = time.perf_counter()
-    kw = {"cells": opts.cells, "element": opts.element}
-    if opts.dt is not None:
-        kw["dt"] = opts.dt
-    if built.problem.is_evolution:
-        kw["theta"] = opts.theta
     try:
-        sol = F.solve(built.problem, **kw)
-    except TypeError:
-        kw.pop("theta", None)
-        sol = F.solve(built.problem, **kw)
+        sol = F.solve(built.problem, cells=opts.cells, element=opts.element, dt=opts.dt,
+                      theta=opts.theta)
+    except F.UnsupportedProblem as exc:
+        raise UserError(f"{built.name}: the FEM baseline cannot solve this problem: {exc}"
+                        ) from None
     wall = time.perf_counter() - t0
-    fem_metrics = dict(getattr(sol, "metrics", {}) or {})
+    try:
+        sol.save(run_dir)
+    except (OSError, TypeError, ValueError) as exc:  # the report matters more
+        import warnings
+
+        warnings.warn(f"could not save the FEM solution: {exc}", stacklevel=2)
+    info = dict(getattr(sol, "info", {}) or {})
     metrics = {
-        "problem": built.name, "method": "FEM", "element": opts.element, "cells": opts.cells,
-        "dt": opts.dt, "dofs": fem_metrics.get("dofs", getattr(sol, "dofs", None)),
-        "solve_seconds": fem_metrics.get("solve_seconds", wall), "wall_seconds": wall,
+        "problem": built.name, "method": "FEM", "element": opts.element,
+        "cells": getattr(sol, "cells", opts.cells), "dofs": getattr(sol, "dofs", None),
+        "dt": info.get("dt", opts.dt), "theta": info.get("theta"),
+        "newton_iterations": info.get("newton_iterations"),
+        "solve_seconds": float(getattr(sol, "solve_seconds", wall)), "wall_seconds": wall,
         "peak_memory_mb": _peak_memory_mb(), "precision": 64, "versions": versions(),
     }
-    for k, v in fem_metrics.items():
-        metrics.setdefault(k, v)
     ev = built.spec.evaluation
     return write_run_report(run_dir, built.problem, sol.evaluate, metrics=metrics,
                             resolution=ev.resolution, snapshots=ev.snapshots, method="FEM",
-                            title=f"{built.name}: FEM ({opts.element}, {opts.cells} cells)")
+                            title=f"{built.name}: FEM ({opts.element}, {metrics['cells']} "
+                            "cells)")
 
 
 @app.command(epilog="Examples:\n\n"
@@ -677,16 +681,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="pinn", standalone_mode=False)
         return rv if isinstance(rv, int) else EXIT_OK
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         _err("interrupted")
         return EXIT_INTERRUPTED
-    except click.ClickException as exc:
+    except TyperException as exc:  # click's usage errors (typer vendors click)
         if debug:
             raise
-        _err(exc.format_message())
-        return EXIT_INPUT if exc.exit_code == 2 else exc.exit_code
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            sys.stdout.write(exc.format_message() + "\n")
+            return EXIT_INPUT
+        code = getattr(exc, "exit_code", EXIT_INPUT)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if getattr(ctx, "command_path", None) else ""
+        _err(exc.format_message() + hint)
+        return EXIT_INPUT if code == 2 else code
     except KeyboardInterrupt:
         _err("interrupted")
         return EXIT_INTERRUPTED

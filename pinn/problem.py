@@ -100,6 +100,15 @@ class Problem:
                 )
         self._check_params()
 
+    # -- pickling (MappingProxyType does not pickle) ----------------------
+    def __getstate__(self):
+        return {k: dict(v) if isinstance(v, MappingProxyType) else v
+                for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, MappingProxyType(v) if isinstance(v, dict) else v)
+
     # -- structure -------------------------------------------------------
     @property
     def space(self):

@@ -119,6 +119,8 @@ def test_periodic_solution_as_a_reference():
     np.testing.assert_allclose(s.u_at(x + 2.0, t), s.u_at(x, t), atol=1e-13)  # periodic
     np.testing.assert_array_equal(s.u_at(x, 0.0), np.cos(np.pi * x))  # exact at t = 0
     assert s.u_at(x[:5, None], t[None, :3]).shape == (5, 3)
+    # blocking over levels and chunking over points change nothing
+    np.testing.assert_allclose(s.u_at(x, t, block=1, chunk=7), s.u_at(x, t), atol=1e-15)
     with pytest.raises(ValueError, match="outside the stored range"):
         s.u_at(0.0, 0.3)
     with pytest.raises(ValueError, match=r"points\[N, 2\]"):
@@ -127,6 +129,11 @@ def test_periodic_solution_as_a_reference():
         allen_cahn(n=1024)
     with pytest.raises(ValueError, match="whole number"):
         kdv(dt=3e-4, store_dt=1e-3)
+    with pytest.raises(ValueError, match="n must be a whole number"):
+        kdv(n=100.5)
+    # YAML numbers arrive as floats; the field name is free
+    named = kdv(n=128.0, dt=1e-3, store_dt=1e-2, t_end=0.2, cache=False, field="h")
+    np.testing.assert_array_equal(named(np.column_stack([x, t]))["h"], s.u_at(x, t))
     with pytest.raises(ValueError, match="shape"):
         PeriodicSolution(x=np.zeros(4), t=np.arange(4.0), u=np.zeros((4, 5)), period=(0, 1))
 

@@ -34,21 +34,6 @@ def no_batch(key, params):
     return {}
 
 
-def quadratic_setup():
-    """Ill-conditioned 10-D quadratic, condition number 1e6, minimum 0 at p_star."""
-    q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(10, 10)))
-    h = q @ np.diag(np.logspace(0, 6, 10)) @ q.T
-    p_star = np.random.default_rng(1).normal(size=10)
-    return jnp.asarray(h), jnp.asarray(p_star)
-
-
-def quadratic_terms(params, batch):
-    del batch
-    h, p_star = quadratic_setup()
-    d = params["x"] - p_star
-    return {"q": 0.5 * d @ h @ d}
-
-
 def barrier_terms(params, batch):
     """Minimum at p = 0.5; NaN once |p| >= 1.5 (log of a negative number)."""
     del batch
@@ -63,49 +48,38 @@ def wall_terms(params, batch):
     return {"fit": (p - 3.0) ** 2 + 0.0 * jnp.log(1.0 - p)}
 
 
-def init_mlp(key, sizes):
-    layers = []
-    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
-        key, k = jax.random.split(key)
-        layers.append({"w": jax.random.normal(k, (a, b)) / np.sqrt(a), "b": jnp.zeros(b)})
-    return layers
+A_STAR = np.random.default_rng(0).normal(size=9)
 
 
-def mlp(layers, x):
-    for layer in layers[:-1]:
-        x = jnp.tanh(x @ layer["w"] + layer["b"])
-    return x @ layers[-1]["w"] + layers[-1]["b"]
-
-
-def fit_terms(params, batch):
+def poly_terms(params, batch):
+    """A polynomial fit (monomials up to x^8) and a learnable parameter c -> 2: a quadratic in
+    the 10 parameters with condition number ~1e6 on a fixed batch, minimum 0."""
     x = batch["x"]
-    u = mlp(params["net"], x)[:, 0]
+    phi = x[:, None] ** jnp.arange(9)
+    u = phi @ params["net"]["a"]
     c = params["pde"]["c"]
     return {
-        "data": jnp.mean((u - jnp.sin(3.0 * x[:, 0])) ** 2),
-        "param": jnp.mean((c * x[:, 0] - 2.0 * x[:, 0]) ** 2),
+        "data": jnp.mean((u - phi @ A_STAR) ** 2),
+        "param": jnp.mean((c * x - 2.0 * x) ** 2),
     }
 
 
-def fit_sample(key, params):
+def poly_sample(key, params):
     del params
-    return {"x": jax.random.uniform(key, (32, 1), minval=-1.0, maxval=1.0)}
+    return {"x": jax.random.uniform(key, (32,), minval=-1.0, maxval=1.0)}
 
 
-FIT_STAGES = [
+POLY_STAGES = [
     Stage(Adam(lr=1e-2, warmup=5, decay="exponential", decay_steps=10), 30),
-    Stage(LBFGS(memory=5), 30),
+    Stage(LBFGS(gtol=1e-10), 100),
 ]
-FIT_WEIGHTING = GradNorm(every=7, alpha=0.5)
+POLY_WEIGHTING = GradNorm(every=7, alpha=0.5)
 
 
-def fit_params():
-    return {"net": init_mlp(jax.random.key(3), [1, 8, 1]), "pde": {"c": jnp.asarray(0.3)}}
-
-
-def fit_run(**kwargs):
-    return run(fit_terms, fit_params(), stages=FIT_STAGES, sample_fn=fit_sample,
-               key=jax.random.key(7), weighting=FIT_WEIGHTING, resample_every=4, chunk=8,
+def poly_run(**kwargs):
+    params = {"net": {"a": jnp.zeros(9)}, "pde": {"c": jnp.asarray(0.3)}}
+    return run(poly_terms, params, stages=POLY_STAGES, sample_fn=poly_sample,
+               key=jax.random.key(7), weighting=POLY_WEIGHTING, resample_every=4, chunk=8,
                progress=False, **kwargs)
 
 
@@ -116,35 +90,30 @@ def strip(rows):
 # ---------------------------------------------------------------- tests
 
 
-def test_lbfgs_reduces_ill_conditioned_quadratic_to_1e_12():
+def test_stages_lbfgs_to_1e_12_and_resume_bit_for_bit(tmp_path):
     with jax.enable_x64(True):
-        result = run(quadratic_terms, {"x": jnp.zeros(10)}, stages=[Stage(LBFGS(gtol=1e-10),
-                     300)], sample_fn=no_batch, key=jax.random.key(0), chunk=100,
-                     progress=False)
-        final = float(quadratic_terms(result.params, {})["q"])
-    start = float(result.history[0]["loss"])
-    assert start > 1e4
-    assert final <= 1e-12
-    report = result.stages[0]
-    # it stops only because the tolerance is met, and says so
-    assert report["status"] == "converged"
-    assert 10 < report["stopped_at"] < 300
-    assert any(r["event"] == "lbfgs_stop" for r in result.history)
-
-
-def test_resume_is_bit_for_bit_and_history_marks_stages(tmp_path):
-    with jax.enable_x64(True):
-        straight = fit_run()
+        straight = poly_run()
+        # stage boundaries in the history
         assert straight.stage_starts == [0, 30]
         starts = [(r["step"], r["stage"]) for r in straight.history if r["event"] == "stage_start"]
         assert starts == [(0, 0), (30, 1)]
-        assert straight.history[-1]["step"] == 60
-        assert {"loss.data", "loss.param", "weight.data", "param.c", "lr"} <= set(
-            straight.history[-1])
-        assert abs(straight.history[-1]["param.c"] - 2.0) < 0.05  # learnable parameter trains
+        last = straight.history[-1]
+        assert {"loss.data", "loss.param", "weight.data", "param.c", "lr"} <= set(last)
+        # the Adam stage leaves a loss of order 1; L-BFGS takes the quadratic to 1e-12
+        assert last["loss"] < 1e-12
+        adam_end = next(r for r in straight.history if r["step"] == 30 and r["stage"] == 1)
+        assert adam_end["loss"] > 1e-2
+        terms = poly_terms(straight.params, straight.state["batch"])
+        assert float(terms["data"]) < 1e-12 and float(terms["param"]) < 1e-12
+        assert abs(float(straight.params["pde"]["c"]) - 2.0) < 1e-6  # learnable parameter
+        # L-BFGS ran until its tolerance, not a fixed few iterations, and says so
+        lbfgs = straight.stages[1]
+        assert lbfgs["status"] == "converged" and 50 < lbfgs["stopped_at"] < 130
+        assert lbfgs["grad_norm"] <= 1e-10
+        assert any(r["event"] == "lbfgs_stop" for r in straight.history)
 
         # interrupt mid-Adam (SIGINT) and mid-L-BFGS (SIGTERM), resume, compare bits
-        for stop_at, sig in ((20, signal.SIGINT), (40, signal.SIGTERM)):
+        for stop_at, sig in ((20, signal.SIGINT), (34, signal.SIGTERM)):
             out = tmp_path / f"run{stop_at}"
 
             def on_chunk(row, stop_at=stop_at, sig=sig):
@@ -152,28 +121,33 @@ def test_resume_is_bit_for_bit_and_history_marks_stages(tmp_path):
                     os.kill(os.getpid(), sig)
 
             with pytest.raises(Interrupted) as info:
-                fit_run(out_dir=out, on_chunk=on_chunk, history_csv=True)
+                poly_run(out_dir=out, on_chunk=on_chunk, history_csv=True)
             assert info.value.signal == sig.name
             stopped = info.value.step
-            assert stop_at <= stopped < 60
+            assert stop_at <= stopped < stop_at + 8
             assert info.value.checkpoint == latest_checkpoint(out / "checkpoints")
-            resumed = fit_run(out_dir=out, resume=True)
-            assert resumed.step == 60
-            for a, b in zip(jax.tree.leaves(straight.params), jax.tree.leaves(resumed.params),
+            resumed = poly_run(out_dir=out, resume=True, history_csv=True)
+            assert resumed.step == straight.step == 130
+            for a, b in zip(jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state),
                             strict=True):
+                if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+                    a, b = jax.random.key_data(a), jax.random.key_data(b)
                 assert np.array_equal(np.asarray(a), np.asarray(b))
-            for name, w in straight.weights.items():
-                assert resumed.weights[name] == w
+            assert resumed.weights == straight.weights
             assert strip(resumed.history) == strip(straight.history)
             assert strip(read_history(out / "history.jsonl")) == strip(straight.history)
-            assert (out / "history.csv").read_text().count("\n") >= 9
+            csv_rows = (out / "history.csv").read_text().splitlines()
+            assert len(csv_rows) == len(straight.history) + 1
 
 
-def test_nan_rollback_recovers_and_is_recorded():
+def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
+    # progress=True, but stderr is not a terminal under pytest: nothing may be printed
     with pytest.warns(RuntimeWarning, match="rolled back"):
         result = run(barrier_terms, {"p": jnp.asarray(0.0)},
                      stages=[Stage(Adam(lr=2.0, decay="cosine"), 200)], sample_fn=no_batch,
-                     key=jax.random.key(0), chunk=20, progress=False)
+                     key=jax.random.key(0), chunk=20, progress=True)
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
     assert len(result.rollbacks) >= 1
     events = [r for r in result.history if r["event"] == "rollback"]
     assert events == result.rollbacks
@@ -198,12 +172,7 @@ def test_repeated_nan_stops_with_clear_error():
             sample_fn=no_batch, key=jax.random.key(0), chunk=50, progress=False)
 
 
-def test_progress_is_quiet_when_not_a_terminal(capfd):
-    run(barrier_terms, {"p": jnp.asarray(0.2)}, stages=[Stage(Adam(lr=0.1), 40)],
-        sample_fn=no_batch, key=jax.random.key(0), chunk=20, progress=True)
-    captured = capfd.readouterr()
-    assert captured.err == "" and captured.out == ""
-
+def test_progress_bar_in_a_terminal():
     class Terminal(io.StringIO):
         def isatty(self):
             return True
@@ -212,7 +181,7 @@ def test_progress_is_quiet_when_not_a_terminal(capfd):
     with TrainProgress(100, stream=stream) as bar:
         bar.update(50, "stage 1/1 Adam", {"loss": 1.5e-3, "loss.heat": 1e-3, "param.nu": 0.01})
     text = stream.getvalue()
-    assert "heat 1.0e-03" in text and "nu=0.01" in text and "50/100" in text
+    assert "heat 1.0e-03" in text and "nu=0.01" in text and " 50/" in text
     quiet = Terminal()
     with TrainProgress(100, stream=quiet, enabled=False) as bar:
         bar.update(50, "x", {"loss": 1.0})

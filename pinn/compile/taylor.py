@@ -390,16 +390,27 @@ def _linear_rule(ctx: _Ctx, prim, params, invals, lin):
     res = jax.vmap(_bind(prim, params), in_axes=tuple(axes))(*ops)
     if prim.multiple_results:
         outs = []
-        for p, r in zip(primal, res):
+        for p, r in zip(primal, res, strict=True):
+            r = _unstack(r)
             c = [None] * ctx.M
             for row, k in enumerate(ks):
                 c[k] = r[row]
             outs.append(ctx.series(p, c))
         return outs
+    res = _unstack(res)
     c = [None] * ctx.M
     for row, k in enumerate(ks):
         c[k] = res[row]
     return ctx.series(primal, c)
+
+
+def _unstack(stack) -> list:
+    """Rows of ``stack`` along axis 0 via ``split``, whose transpose is one
+    concatenate (indexing would transpose to one zero-padded copy per row)."""
+    n = stack.shape[0]
+    if n == 1:
+        return [stack[0]]
+    return [jnp.squeeze(r, 0) for r in jnp.split(stack, n, axis=0)]
 
 
 def _same_contract(stream_shape, full_shape, dims) -> bool:
@@ -422,7 +433,7 @@ def _bilinear_streams(ctx: _Ctx, f, a, b, batched_f):
     full_shape = jnp.shape(s.p)
     fulls = [k for k in range(ctx.M) if s.c[k] is not None and jnp.shape(s.c[k]) == full_shape]
     stacked = jnp.stack([s.p] + [s.c[k] for k in fulls])
-    res = batched_f(stacked, other, left)
+    res = _unstack(batched_f(stacked, other, left))
     primal = res[0]
     c = [None] * ctx.M
     for row, k in enumerate(fulls, start=1):

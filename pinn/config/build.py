@@ -269,7 +269,8 @@ def build(spec: S.ProblemSpec, source: Source, base_dir: str = ".") -> Built:
                           name=spec.name or _stem(source.file))
     except ProblemError as exc:
         raise _problem_error(ctx, str(exc)) from None
-    ctx.problem = problem
+    if isinstance(reference, FEMReference):
+        reference.problem = problem
     for pname, p in params.items():
         if p.learnable and p not in problem.params:
             raise ctx.error(("params", pname), f"learnable parameter '{pname}' is not used by "
@@ -722,7 +723,7 @@ def generate_data(ctx: _Ctx, g: S.GenerateArgs, path, probe: _ProblemProbe, want
         return pts, values
     if probe.reference is None:
         raise ctx.error(path, "generate from: reference needs a reference: section")
-    if isinstance(probe.reference, LazyReference) and "FEM" in probe.reference.description:
+    if isinstance(probe.reference, FEMReference):
         raise ctx.error(path, "data cannot be generated from a FEM reference of the same "
                         "problem; use from: exact, or a file")
     ref = probe.reference(pts)
@@ -767,21 +768,42 @@ class FileReference:
         return out
 
 
-class LazyReference:
-    """A reference computed on first use (FEM and spectral references take seconds)."""
+class FEMReference:
+    """The finite-element solution of the problem itself, computed on first use (a fine
+    mesh takes seconds to minutes) and kept for later calls.  Picklable: the solution
+    is recomputed after loading."""
 
-    def __init__(self, make, description: str):
-        self._make = make
-        self._fn = None
-        self.description = description
+    def __init__(self, cells: int, element: str, dt: float | None = None):
+        self.cells, self.element, self.dt = cells, element, dt
+        self.problem = None  # set once the Problem exists
+        self._solution = None
+
+    @property
+    def description(self) -> str:
+        return f"FEM ({self.element}, {self.cells} cells)"
+
+    def solution(self):
+        if self._solution is None:
+            if self.problem is None:
+                raise RuntimeError("FEMReference.problem is not set")
+            from pinn.fem import fem_reference
+
+            self._solution = fem_reference(self.problem, cells=self.cells, element=self.element,
+                                           dt=self.dt)
+        return self._solution
 
     def __call__(self, points):
-        if self._fn is None:
-            self._fn = self._make()
-        return self._fn(points)
+        return self.solution().evaluate(points)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_solution"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._solution = None
 
     def __repr__(self) -> str:
-        return f"LazyReference({self.description})"
+        return f"FEMReference(cells={self.cells}, element={self.element!r})"
 
 
 def build_reference(ctx: _Ctx, spec: S.ProblemSpec, params):
@@ -794,9 +816,7 @@ def build_reference(ctx: _Ctx, spec: S.ProblemSpec, params):
             raise ctx.error(path, f"no reference file {r.file!r} (looked for {full})")
         return FileReference(full, tuple(c.name for c in ctx.coords))
     if kind == "fem":
-        opts = r.fem
-        return LazyReference(lambda: _fem_reference(ctx, opts),
-                             f"FEM ({opts.element}, {opts.cells} cells)")
+        return FEMReference(r.fem.cells, r.fem.element, r.fem.dt)
     opts = {k: ctx.number(v, path + (k,), what=k) for k, v in (r.args or {}).items()}
     if kind == "burgers":
         from pinn.reference.burgers import Burgers
@@ -824,16 +844,6 @@ def _check_opts(ctx, path, opts, allowed):
         if k not in allowed:
             raise ctx.error(path + (k,), f"unknown option '{k}'{suggest(k, allowed)}; "
                             f"expected: {', '.join(sorted(allowed))}")
-
-
-def _fem_reference(ctx: _Ctx, opts):
-    from pinn import fem
-
-    problem = getattr(ctx, "problem", None)
-    if problem is None:
-        raise RuntimeError("the FEM reference needs the problem")
-    sol = fem.solve(problem, cells=opts.cells, element=opts.element, dt=opts.dt)
-    return lambda pts: sol.evaluate(pts)
 
 
 # ---------------------------------------------------------------------------

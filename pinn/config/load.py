@@ -110,6 +110,8 @@ def _issue(err: dict, source: Source) -> Issue:
             where = Location(where.file) if where.override is None else where
             return Issue(f"missing section '{key}' ({EXAMPLE})", (), where)
         return Issue(f"missing '{key}'", loc[:-1], where)
+    while loc and loc not in source.places:  # name what the user wrote (`alpha: 1`, not
+        loc = loc[:-1]                         # `alpha.value`; `interval: [0, 1]`, not `.min`)
     msg = err["msg"]
     ctx = err.get("ctx") or {}
     got = S._kind(err.get("input"))

@@ -7,6 +7,11 @@ simplification), so ``parse(str(e)) == e``; the helpers in
 
 Negative numbers are never stored in :class:`Number`: ``as_expr(-2)`` is
 ``Neg(Number(2))``, which is what the parser produces for ``-2``.
+
+Vectors (``vector(...)``, ``grad(u)``) combine with ``+``/``-`` (two vectors),
+``*`` (a scalar and a vector), ``/`` (a vector by a scalar) and unary minus, so
+``div(k*grad(u))`` reads as written; ``laplacian`` of a vector is taken
+componentwise.  Shapes are checked when a node is built.
 """
 
 from __future__ import annotations

@@ -24,7 +24,15 @@ Grammar (loosest first; it mirrors :mod:`pinn.dsl.printing`, so
 As in Python, unary minus binds looser than the power and tighter than
 ``*``: ``-x^2`` is ``-(x^2)``, ``2^-1`` is ``2^(-1)`` and ``-a*b`` is
 ``(-a)*b``.  Numbers are non-negative (``-2`` is ``Neg(Number(2))``);
-integers stay integers.
+integers stay integers (``2`` is ``Number(2)``, ``2.0`` is ``Number(2.0)``).
+
+Calls: the elementary functions of :data:`pinn.dsl.expr.FUNCTIONS` and the
+operators ``D(u, x)``, ``D(u, x, 2)``, ``D(u, x, y)``, ``D(u, x, 2, y)``,
+``laplacian(u)`` / ``laplacian(u, x, y)``, ``grad(u[, x, y])``,
+``div(v[, x, y])``, ``vector(a, b, ...)`` and ``dot(a, b)``.
+
+Limits: at most :data:`MAX_LENGTH` characters, and :data:`MAX_DEPTH` levels
+of nesting and of tree depth, so that no input can exhaust the stack.
 
 Names come from a :class:`Namespace` (coordinates, fields, parameters and
 optional named definitions).  ``pi`` and ``e`` are built in; a declared name
@@ -32,7 +40,8 @@ shadows them (a parameter called ``e`` is that parameter).  Subscript
 shorthand: ``u_xx`` is ``D(u, x, 2)``, ``u_xy`` is ``D(u, x, y)``, ``u_t`` is
 ``D(u, t)`` when ``u`` is a declared field and every letter after the last
 ``_`` is a declared one-letter coordinate; a declared name containing ``_``
-(a parameter ``nu_0``) always wins over the shorthand.
+(a parameter ``nu_0``) always wins over the shorthand, and a name that could
+be read two ways (``u_tx`` when a field ``u_t`` is declared) is an error.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ Taylor-Hood elements) and returns a :class:`FEMSolution`;
 
 from pinn.fem.mesh import build_mesh
 from pinn.fem.reference import fem_reference
-from pinn.fem.solution import FEMSolution, evaluation_points
+from pinn.fem.solution import FEMSolution
 from pinn.fem.solver import Newton, NewtonError, solve
 from pinn.fem.weakform import UnsupportedProblem, translate
 
 __all__ = [
-    "solve", "FEMSolution", "fem_reference", "build_mesh", "evaluation_points", "Newton",
+    "solve", "FEMSolution", "fem_reference", "build_mesh", "Newton",
     "NewtonError", "UnsupportedProblem", "translate",
 ]

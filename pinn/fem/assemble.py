@@ -41,7 +41,7 @@ def element_for(mesh: skfem.Mesh, degree: int) -> skfem.Element:
 
 def _jets_of(basis) -> np.ndarray:
     """``[d + 1, nbfun, nelems, nqp]``: values, then each partial derivative."""
-    vals = np.stack([b[0].value for b in basis.basis])
+    vals = np.stack([np.asarray(b[0]) for b in basis.basis])
     out = [vals]
     if hasattr(basis.basis[0][0], "grad") and basis.basis[0][0].grad is not None:
         grads = np.stack([b[0].grad for b in basis.basis])  # nb, d, ne, nq
@@ -76,7 +76,7 @@ class Discretisation:
             n += self.bases[f].N
         self.N = n
         b0 = self.bases[fields[0]]
-        self.x = b0.global_coordinates().value          # d, ne, nq
+        self.x = np.asarray(b0.global_coordinates())         # d, ne, nq
         self.dx = b0.dx                                  # ne, nq
         self.jets = {f: _jets_of(self.bases[f]) for f in fields}
         self.gdofs = {f: self.bases[f].element_dofs + self.offsets[f] for f in fields}
@@ -111,9 +111,10 @@ class Discretisation:
         fb = fbs[bt.test]
         return {
             "term": bt, "fbs": fbs,
-            "x": fb.global_coordinates().value, "dx": fb.dx,
-            "test": np.stack([b[0].value for b in fb.basis])[None],
-            "trial": {f: np.stack([b[0].value for b in fbs[f].basis])[None] for f in self.fields},
+            "x": np.asarray(fb.global_coordinates()), "dx": fb.dx,
+            "test": np.stack([np.asarray(b[0]) for b in fb.basis])[None],
+            "trial": {f: np.stack([np.asarray(b[0]) for b in fbs[f].basis])[None]
+                      for f in self.fields},
             "gdofs": {f: fbs[f].element_dofs + self.offsets[f] for f in self.fields},
         }
 
@@ -321,12 +322,42 @@ class Discretisation:
         c = np.broadcast_to(gg.T[:, None, :], (ne, gf.shape[0], gg.shape[0])).ravel()
         return r, c
 
+    def harmonic_lift(self, U: np.ndarray) -> np.ndarray:
+        """Extend each field's Dirichlet values harmonically into the domain.
+
+        A starting guess for Newton's method on steady nonlinear problems
+        (better than zero inside and the boundary values on the boundary).
+        """
+        U = U.copy()
+        fixed = np.zeros(self.N, dtype=bool)
+        fixed[self.fixed] = True
+        for f in self.fields:
+            b = self.bases[f]
+            off = self.offsets[f]
+            T = self.jets[f]
+            fx = fixed[off: off + b.N]
+            if not fx.any() or fx.all() or f in self.pinned:
+                continue
+            loc = sum(np.matmul((T[i] * self.dx[None]).transpose(1, 0, 2), T[i].transpose(1, 2, 0))
+                      for i in range(1, T.shape[0]))
+            ed = b.element_dofs
+            shp = loc.shape
+            K = sp.csr_matrix((loc.ravel(), (np.broadcast_to(ed.T[:, :, None], shp).ravel(),
+                                             np.broadcast_to(ed.T[:, None, :], shp).ravel())),
+                              shape=(b.N, b.N))
+            free = np.nonzero(~fx)[0]
+            u = U[off: off + b.N]
+            rhs = -(K[free][:, fx] @ u[fx])
+            u[free] = spla.spsolve(K[free][:, free].tocsc(), rhs)
+            U[off: off + b.N] = u
+        return U
+
     # -- integrals -------------------------------------------------------------
     def mean_values(self, U: np.ndarray) -> dict[E.Field, float]:
         vol = float(np.sum(self.dx))
         out = {}
         for f, u in self.split(U).items():
-            out[f] = float(np.sum(self.bases[f].interpolate(u).value * self.dx) / vol)
+            out[f] = float(np.sum(np.asarray(self.bases[f].interpolate(u)) * self.dx) / vol)
         return out
 
 

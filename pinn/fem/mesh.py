@@ -59,6 +59,10 @@ def _bounds(shape) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _contains(shape, pts: np.ndarray) -> np.ndarray:
+    fast = _np_sdf(shape)
+    if fast is not None:
+        lo, hi = _bounds(shape)
+        return fast(np.asarray(pts, dtype=np.float64)) <= 1e-12 * float(np.max(hi - lo))
     with _x64():
         return np.asarray(shape.contains(pts), dtype=bool).reshape(-1)
 
@@ -133,15 +137,70 @@ def _keep_inside(mesh, shape):
 # signed distance helpers
 
 
+def _np_sdf(shape):
+    """A pure NumPy signed distance for primitives and their CSG (fast for DistMesh), or None."""
+    shape = _unwrap(shape)
+    k = _kind(shape)
+    if k in ("Union", "Difference", "Intersection"):
+        fa, fb = _np_sdf(shape.a), _np_sdf(shape.b)
+        if fa is None or fb is None:
+            return None
+        if k == "Union":
+            return lambda p: np.minimum(fa(p), fb(p))
+        if k == "Intersection":
+            return lambda p: np.maximum(fa(p), fb(p))
+        return lambda p: np.maximum(fa(p), -fb(p))
+    if k in ("Rectangle", "Box", "Interval"):
+        lo, hi = _bounds(shape)
+        c, hw = (lo + hi) / 2, (hi - lo) / 2
+
+        def box(p):
+            q = np.abs(p - c) - hw
+            return (np.linalg.norm(np.maximum(q, 0.0), axis=1)
+                    + np.minimum(np.max(q, axis=1), 0.0))
+
+        return box
+    if k in ("Disk", "Ball"):
+        c, r = np.asarray(shape.center, dtype=np.float64), float(shape.radius)
+        return lambda p: np.linalg.norm(p - c, axis=1) - r
+    v = _polygon_vertices(shape)
+    if v is not None:
+        a, b = v, np.roll(v, -1, axis=0)
+        e = b - a
+
+        def poly(p):
+            w = p[:, None, :] - a[None]                                   # n, m, 2
+            s = np.clip(np.sum(w * e, axis=2) / np.sum(e * e, axis=1), 0.0, 1.0)
+            dist = np.min(np.linalg.norm(w - s[..., None] * e, axis=2), axis=1)
+            y = p[:, 1][:, None]
+            cross = ((a[:, 1] <= y) != (b[:, 1] <= y)) & (
+                p[:, 0][:, None] < a[:, 0] + (y - a[:, 1]) * e[:, 0] / np.where(
+                    e[:, 1] == 0, 1.0, e[:, 1]))
+            inside = np.sum(cross, axis=1) % 2 == 1
+            return np.where(inside, -dist, dist)
+
+        return poly
+    return None
+
+
 def _sdf_fn(shape):
     """A NumPy signed distance (negative inside), or None."""
+    fast = _np_sdf(shape)
+    if fast is not None:
+        return lambda p: fast(np.asarray(p, dtype=np.float64).reshape(-1, shape.dim))
     if not hasattr(shape, "sdf"):
         return None
 
     def fd(p: np.ndarray) -> np.ndarray:
+        # pad to a power of two: the geometry is jitted, and every new size would recompile
+        p = np.asarray(p, dtype=np.float64)
+        n = len(p)
+        size = max(256, 1 << (max(n, 1) - 1).bit_length())
+        pad = np.concatenate([p, np.repeat(p[:1], size - n, axis=0)]) if n else np.zeros(
+            (size, p.shape[1]))
         with _x64():
-            d = shape.sdf(np.asarray(p, dtype=np.float64))
-        return np.asarray(d, dtype=np.float64).reshape(-1)
+            d = shape.sdf(pad)
+        return np.asarray(d, dtype=np.float64).reshape(-1)[:n]
 
     return fd
 
@@ -164,7 +223,7 @@ def _project(fd, p: np.ndarray, scale: float, iters: int = 3) -> np.ndarray:
 
 
 def _distmesh2d(fd, h0: float, lo: np.ndarray, hi: np.ndarray, pfix: np.ndarray,
-                max_iter: int = 400) -> tuple[np.ndarray, np.ndarray]:
+                max_iter: int = 250) -> tuple[np.ndarray, np.ndarray]:
     """DistMesh (Persson & Strang, SIAM Review 2004) with a uniform size."""
     from scipy.spatial import Delaunay
 
@@ -195,9 +254,9 @@ def _distmesh2d(fd, h0: float, lo: np.ndarray, hi: np.ndarray, pfix: np.ndarray,
         L0 = fscale * math.sqrt(np.sum(L**2) / len(L))
         F = np.maximum(L0 - L, 0.0)
         Fv = (F / L)[:, None] * vec
-        Ftot = np.zeros_like(p)
-        np.add.at(Ftot, bars[:, 0], Fv)
-        np.add.at(Ftot, bars[:, 1], -Fv)
+        Ftot = np.column_stack([
+            np.bincount(bars[:, 0], Fv[:, k], minlength=len(p))
+            - np.bincount(bars[:, 1], Fv[:, k], minlength=len(p)) for k in range(2)])
         Ftot[:nfix] = 0
         p = p + deltat * Ftot
         d = fd(p)
@@ -286,8 +345,12 @@ def build_mesh(shape, *, cells: int | None = None, h: float | None = None,
             raise UnsupportedProblem(f"cannot mesh {shape!r}: it has no sdf(); pass mesh=...")
         lo, hi = _bounds(shape)
         scale = float(np.max(hi - lo))
-        p, t = _distmesh2d(fd, hh, lo - 0.1 * hh, hi + 0.1 * hh, _corners(shape, fd, scale))
-        return skfem.MeshTri(p.T.copy(), t.T.astype(np.int32).copy())
+        # DistMesh up to ~20 cells across, then uniform refinement (boundary nodes projected)
+        times = max(0, int(math.ceil(math.log2(scale / (20 * hh)))))
+        h0 = hh * 2**times
+        p, t = _distmesh2d(fd, h0, lo - 0.1 * h0, hi + 0.1 * h0, _corners(shape, fd, scale))
+        m = skfem.MeshTri(p.T.copy(), t.T.astype(np.int32).copy())
+        return refine_mesh(m, shape, times) if times else m
     raise UnsupportedProblem(
         f"the FEM baseline cannot mesh {k} in {dim}-D without an external mesher; "
         "build a scikit-fem mesh yourself (e.g. with gmsh) and pass mesh=..."

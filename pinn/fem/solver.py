@@ -118,6 +118,8 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
             "cells": int(mesh.t.shape[1]), "theta": None, "dt": None, "newton_iterations": 0}
     if not problem.is_evolution:
         U0 = disc.dirichlet_values(np.zeros(disc.N))
+        if not wf.linear:
+            U0 = disc.harmonic_lift(U0)
         U, its = _newton(disc, U0, disc.residual, disc.jacobian_data, newton,
                          f"{problem.name} (steady)", wf.linear)
         info["newton_iterations"] = its

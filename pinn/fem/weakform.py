@@ -165,19 +165,9 @@ def _is_zero(e: E.Expr) -> bool:
 
 
 def _simplify(e: E.Expr) -> E.Expr:
-    """Light simplification by rebuilding with the simplifying constructors."""
-    ops = {E.Add: calculus.add, E.Sub: calculus.sub, E.Mul: calculus.mul, E.Div: calculus.div,
-           E.Pow: calculus.power}
+    from pinn.dsl.symbolic import simplify
 
-    def fn(node):
-        t = type(node)
-        if t in ops:
-            return ops[t](node.left, node.right)
-        if t is E.Neg:
-            return calculus.neg(node.arg)
-        return None
-
-    return calculus.transform(e, fn)
+    return simplify(e)
 
 
 def _diff(e: E.Expr, sym: E.Coord) -> E.Expr:

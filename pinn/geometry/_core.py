@@ -185,10 +185,11 @@ def fill(key, n: int, m: int, prop: Callable):
     def body(state):
         r, buf, count = state
         vals, ok = prop(jax.random.fold_in(key, r))
-        rank = count + jnp.cumsum(ok.astype(jnp.int32)) - 1
-        slot = jnp.where(ok & (rank < n), rank, n)
+        ok = ok.astype(jnp.int32)
+        rank = count + jnp.cumsum(ok, dtype=jnp.int32) - 1
+        slot = jnp.where((ok > 0) & (rank < n), rank, n)
         buf = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buf, vals)
-        return r + 1, buf, jnp.minimum(count + jnp.sum(ok.astype(jnp.int32)), n)
+        return r + 1, buf, jnp.minimum(count + jnp.sum(ok, dtype=jnp.int32), n)
 
     _, buf, count = jax.lax.while_loop(cond, body, (jnp.int32(0), buf, jnp.int32(0)))
     i = jnp.arange(n)

@@ -10,7 +10,7 @@ from pinn.report import plots
 from pinn.report.grid import evaluation_grid
 from pinn.report.io import write_json, write_text
 from pinn.report.metrics import truth_on
-from pinn.report.run import load_grid
+from pinn.report.run import _truth_name, load_grid
 
 HEADER = ("method", "rel. L2", "max error", "wall time (s)", "peak memory (MB)",
           "dofs / params")
@@ -82,7 +82,7 @@ def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=1
                 plots.error_maps_figure(grid, name, errs, out_dir / fname, snapshots=snapshots)
                 images.append((f"pointwise error of {name}", fname))
     lines = [f"# {getattr(problem, 'name', 'problem')}: PINN vs FEM", "",
-             f"Errors against the {kind or 'truth'} on the evaluation grid "
+             f"Errors against the {_truth_name(kind)} on the evaluation grid "
              f"({' x '.join(str(s) for s in grid.shape)}).", "", table, "",
              "![table](compare.png)", ""]
     for caption, fname in images:

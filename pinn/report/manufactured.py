@@ -66,12 +66,14 @@ def _terms(e: E.Expr) -> list[E.Expr]:
 
 
 def _eval(problem, e: E.Expr, pts, extra=None) -> np.ndarray:
-    from pinn.dsl.evaluate import evaluate
+    """Float64 values with NumPy (no JAX dispatch or compilation per operation)."""
+    from pinn.fem._numeric import evaluate_np
 
     env = {c: pts[:, i] for i, c in enumerate(problem.coords)}
     if extra:
         env.update(extra)
-    out = evaluate(K.expand(e, problem.spatial, problem.coords), env)
+    with np.errstate(all="ignore"):  # where(r > 0, f(r), 0): the other branch may be NaN
+        out = evaluate_np(K.expand(e, problem.spatial, problem.coords), env)
     return np.broadcast_to(np.asarray(out, dtype=np.float64), (pts.shape[0],))
 
 
@@ -91,12 +93,14 @@ def _measure(problem, e: E.Expr, pts, extra=None) -> tuple[float, float]:
 
 
 def _with_time(problem, key, pts_space, n):
-    import jax
-
+    pts_space = np.asarray(pts_space, dtype=np.float64)
     if problem.time is None:
         return pts_space
-    t = jax.random.uniform(key, (n, 1), minval=problem.time.t0, maxval=problem.time.t1)
-    return np.concatenate([np.asarray(pts_space), np.asarray(t)], axis=1)
+    import jax
+
+    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    t = np.random.default_rng(seed).uniform(problem.time.t0, problem.time.t1, (n, 1))
+    return np.concatenate([pts_space, t], axis=1)
 
 
 def check(problem, n: int = 1000, seed: int = 0) -> list[TermCheck]:

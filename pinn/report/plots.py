@@ -231,9 +231,16 @@ def error_maps_figure(grid: Grid, name: str, errors: Mapping[str, np.ndarray],
     """Pointwise errors of several methods side by side (one column per method), on a
     common colour scale."""
     plt = _plt()
+    from matplotlib.colors import LogNorm
+
     methods = list(errors)
     d, timed = grid.space_dim, grid.has_time
-    elo, ehi = _vrange(list(errors.values()))
+    absval = [np.abs(e) for e in errors.values()]
+    finite = np.concatenate([a[np.isfinite(a)].ravel() for a in absval])
+    ehi = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    pos = finite[finite > 0]
+    elo = max(float(pos.min()) if pos.size else ehi * 1e-8, ehi * 1e-8)
+    norm = LogNorm(vmin=elo, vmax=ehi) if ehi > elo * 10 else None
     if d == 1 and not timed:
         fig, ax = plt.subplots(figsize=(7, 3.6))
         for m in methods:
@@ -273,14 +280,16 @@ def error_maps_figure(grid: Grid, name: str, errors: Mapping[str, np.ndarray],
         for j, m in enumerate(methods):
             arr = np.abs(maps[m])
             ax = axs[i, j]
+            arr = np.where(arr > 0, arr, elo) if norm is not None else arr
             im = ax.imshow(arr.T if transpose else arr, origin="lower", aspect="auto",
-                           extent=extent, cmap="magma", vmin=0, vmax=ehi)
+                           extent=extent, cmap="magma", norm=norm,
+                           vmin=None if norm is not None else 0,
+                           vmax=None if norm is not None else ehi)
             ax.set_title(f"{m}: |error| of {name}" + (f"\n{rtitle}" if rtitle else ""),
                          fontsize=9)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             fig.colorbar(im, ax=ax, shrink=0.8)
-    del elo
     fig.tight_layout()
     return str(save_figure(fig, path))
 

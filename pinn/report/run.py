@@ -100,6 +100,10 @@ def write_plots(run_dir, grid: Grid, pred: Mapping[str, np.ndarray], truth, hist
     return out
 
 
+def _truth_name(kind) -> str:
+    return {"exact": "exact solution", "reference": "reference solution"}.get(kind, "truth")
+
+
 def _fmt(v) -> str:
     if v is None:
         return "–"
@@ -113,7 +117,7 @@ def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple
     lines = [f"# {title}", ""]
     rel, mx = metrics.get("rel_l2") or {}, metrics.get("max_abs_error") or {}
     if rel:
-        lines += [f"Errors against the {metrics.get('compared_with') or 'truth'} on the "
+        lines += [f"Errors against the {_truth_name(metrics.get('compared_with'))} on the "
                   "evaluation grid:", "", "| field | relative L2 | max abs error |",
                   "|---|---|---|"]
         lines += [f"| {f} | {_fmt(rel[f])} | {_fmt(mx.get(f))} |" for f in rel]

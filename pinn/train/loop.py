@@ -126,10 +126,9 @@ def _strong(tree: Any) -> Any:
     """The same pytree with weak types made strong, so the jitted chunk compiles once."""
 
     def fix(x: Any) -> Any:
-        if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            return x
-        x = jnp.asarray(x)
-        return jnp.asarray(x, dtype=x.dtype)
+        if not isinstance(x, jax.Array):
+            return jnp.asarray(np.asarray(x))  # Python scalars and NumPy arrays: strong types
+        return jnp.asarray(x, dtype=x.dtype) if getattr(x, "weak_type", False) else x
 
     return jax.tree.map(fix, tree)
 
@@ -315,7 +314,10 @@ def _chunk_program(spec: _Program) -> Callable:
 
     step_fn = lbfgs_step if is_lbfgs else first_order_step
 
-    def chunk_fn(state, n):
+    schedule = getattr(optimizer, "schedule", None)
+    schedule = None if is_lbfgs or schedule is None else schedule(spec.steps)
+
+    def chunk_fn(state, n, stage_start):
         def body(_, carry):
             state, finite = carry
             state, ok = step_fn(state)
@@ -337,6 +339,8 @@ def _chunk_program(spec: _Program) -> Callable:
         if is_lbfgs:
             stepsize = optax.tree.get(state["opt"], "learning_rate")
             report["lr"] = jnp.asarray(jnp.nan if stepsize is None else stepsize)
+        elif schedule is not None:
+            report["lr"] = schedule(state["step"] - stage_start) * state["lr_scale"]
         return state, report
 
     return jax.jit(chunk_fn)
@@ -469,14 +473,15 @@ def run(
 
     def call_chunk(stage_index: int, state: Any, n: int):
         nonlocal compile_seconds
+        start = starts[stage_index]
         if stage_index not in chunk_fns:  # compile (timed) with a zero-step call
             chunk_fns[stage_index] = _chunk_program(_Program(
                 terms_fn, sample_fn, weighting, stages[stage_index].optimizer,
                 stages[stage_index].steps, resample_every, tuple(names), has_aux))
             t0 = time.perf_counter()
-            jax.block_until_ready(chunk_fns[stage_index](state, jnp.asarray(0, jnp.int32)))
+            jax.block_until_ready(chunk_fns[stage_index](state, np.int32(0), np.int32(start)))
             compile_seconds += time.perf_counter() - t0
-        new_state, report = chunk_fns[stage_index](state, jnp.asarray(n, jnp.int32))
+        new_state, report = chunk_fns[stage_index](state, np.int32(n), np.int32(start))
         return new_state, jax.device_get(report)
 
     # --- fresh start or resume -------------------------------------------------------------
@@ -531,12 +536,6 @@ def run(
     def make_row(stage_index: int, step: int, report: dict, event: str | None,
                  rate: float | None) -> dict:
         stage = stages[stage_index]
-        if stage.is_lbfgs:
-            lr = _float(report["lr"])
-        else:
-            schedule = getattr(stage.optimizer, "schedule", None)
-            base = _float(schedule(stage.steps)(step - starts[stage_index])) if schedule else 1.0
-            lr = base * _float(report["lr"])
         row = {
             "step": step, "stage": stage_index, "stage_step": step - starts[stage_index],
             "optimizer": type(stage.optimizer).__name__, "event": event,
@@ -546,7 +545,7 @@ def run(
         row.update(_scalar_leaves("weight", report["weights"]))
         row.update(_scalar_leaves("param", report["pde"]))
         row.update(_scalar_leaves("aux", report["aux"]))
-        row.update({"lr": lr, "grad_norm": _float(report["grad_norm"]),
+        row.update({"lr": _float(report["lr"]), "grad_norm": _float(report["grad_norm"]),
                     "time": round(elapsed(), 4)})
         if rate is not None:
             row["steps_per_s"] = round(rate, 2)

@@ -62,7 +62,7 @@ class TrainProgress:
 
         self._progress = Progress(
             TextColumn("{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=24),
             MofNCompleteColumn(),
             RateColumn(),
             TimeElapsedColumn(),

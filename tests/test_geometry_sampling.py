@@ -1,0 +1,278 @@
+"""Sampling: points in and on their shape, outward normals, weighting, samplers, RAD, jit."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pinn.dsl import coords, eq
+from pinn.geometry import (
+    RAD,
+    Ball,
+    Box,
+    Disk,
+    Ellipse,
+    Grid,
+    Halton,
+    Interval,
+    LatinHypercube,
+    Polygon,
+    Rectangle,
+    Sobol,
+    TimeInterval,
+    Triangle,
+    rad_select,
+)
+
+x, y, t = coords("x y t")
+KEY = jax.random.key(0)
+
+HOLED = Rectangle((0, 0), (2, 1)) - Disk((1, 0.5), 0.25)  # a rectangle with a hole
+L_SHAPE = Rectangle((0, 0), (2, 2)) - Rectangle((1, 1), (2, 2))
+SHAPES = {
+    "interval": Interval(-1, 2),
+    "rectangle": Rectangle((0, 0), (2, 1)),
+    "box": Box((0, 0, 0), (1, 2, 0.5)),
+    "disk": Disk((0.5, -0.5), 0.7),
+    "ball": Ball((0, 0, 1), 0.5),
+    "ellipse": Ellipse((0, 0), (2, 0.5)),
+    "triangle": Triangle((0, 0), (2, 0), (0.5, 1)),
+    "polygon_cw": Polygon([(0, 0), (0, 2), (1, 2), (1, 1), (2, 1), (2, 0)]),
+    "holed": HOLED,
+    "L": L_SHAPE,
+    "lens": Disk((0, 0), 1) & Disk((1, 0), 1),
+    "blob": (Disk((0, 0), 1) | Rectangle((0, -0.5), (2, 0.5))) - Triangle(
+        (1.2, -0.2), (1.8, -0.2), (1.5, 0.3)),
+}
+
+
+@pytest.fixture(autouse=True)
+def x64():
+    with jax.enable_x64(True):
+        yield
+
+
+def _check(shape, key, n=400, h=1e-6):
+    """Everything the per-shape test looks at, in one jitted function (one compile)."""
+    k1, k2 = jax.random.split(key)
+    xi = shape.sample_interior(k1, n)
+    b = shape.sample_boundary(k2, n)
+    p = b.points
+    eye = h * jnp.eye(shape.dim)
+    grad = jnp.stack([(shape.sdf(p + e) - shape.sdf(p - e)) / (2 * h) for e in eye], 1)
+    return {
+        "xi": xi, "sdf_i": shape.sdf(xi), "mask_i": shape.boundary_mask(xi),
+        "p": p, "n": b.normals, "part": b.part, "sdf_b": shape.sdf(p), "grad": grad,
+        "mask_b": shape.boundary_mask(p),
+        "parts": {name: shape.boundary_mask(p, name) for name in shape.boundary_parts},
+    }
+
+
+@pytest.fixture(scope="module")
+def checked():
+    with jax.enable_x64(True):
+        out = jax.jit(lambda k: {name: _check(s, jax.random.fold_in(k, i))
+                                 for i, (name, s) in enumerate(SHAPES.items())})(KEY)
+        return jax.tree.map(np.asarray, out)
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_points_inside_and_on_boundary_with_outward_normals(name, checked):
+    shape, r = SHAPES[name], checked[name]
+    lo, hi = shape.bounds
+    scale = float(np.max(hi - lo))
+    assert r["xi"].shape == (400, shape.dim)
+    assert np.all(r["sdf_i"] <= 1e-12 * scale)  # interior points inside
+    p, n = r["p"], r["n"]
+    assert p.shape == n.shape == (400, shape.dim)
+    assert np.all(np.abs(r["sdf_b"]) < 1e-6 * scale)  # boundary points on the boundary
+    np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-12)  # unit normals
+    # outward: the normal is the gradient of the signed distance (finite differences)
+    np.testing.assert_allclose(r["grad"], n, atol=1e-5)
+    assert np.all(r["mask_b"])
+    assert not np.any(r["mask_i"][r["sdf_i"] < -1e-3])
+    for i, part in enumerate(shape.boundary_parts):
+        assert np.all(r["parts"][part][r["part"] == i])
+
+
+def test_monte_carlo_areas_of_csg_shapes_within_one_percent():
+    # L-shape (area 3) and a disk with a hole (area 3/4 pi); also the sampling is by area
+    ring = Disk((0, 0), 1) - Disk((0, 0), 0.5)
+    for shape, area in ((L_SHAPE, 3.0), (ring, 0.75 * math.pi)):
+        est = float(shape.estimate_measure(KEY, 200_000))
+        assert abs(est - area) / area < 0.01, (est, area)
+    pts = np.asarray(L_SHAPE.sample_interior(KEY, 30_000))
+    # uniform by area: each unit square of the L holds a third of the points
+    frac = np.mean((pts[:, 0] < 1) & (pts[:, 1] < 1))
+    assert abs(frac - 1 / 3) < 4 * math.sqrt(2 / 9 / 30_000)
+    r = np.linalg.norm(np.asarray(ring.sample_interior(KEY, 30_000)), axis=1)
+    assert abs(np.mean(r < 0.75) - (0.75**2 - 0.25) / 0.75) < 4 * math.sqrt(0.25 / 30_000)
+
+
+def test_boundary_length_fractions_of_csg_shapes():
+    n = 20_000
+    sigma = lambda p: 4 * math.sqrt(p * (1 - p) / n)  # noqa: E731
+    # rectangle with a hole: the circle has 2 pi r / (6 + 2 pi r) of the length
+    b = HOLED.sample_boundary(KEY, n)
+    circ = 2 * math.pi * 0.25
+    p_circle = circ / (6 + circ)
+    part = np.asarray(b.part)
+    assert abs(np.mean(part == HOLED.boundary_parts.index("circle")) - p_circle) < sigma(p_circle)
+    assert abs(np.mean(part == HOLED.boundary_parts.index("left")) - 1 / (6 + circ)) < sigma(0.13)
+    # L-shape: total length 8, the notch's two sides have 1 each
+    b = L_SHAPE.sample_boundary(KEY, n)
+    names = np.array(L_SHAPE.boundary_parts)[np.asarray(b.part)]
+    assert abs(np.mean(names == "piece1.left") - 1 / 8) < sigma(1 / 8)
+    assert abs(np.mean(names == "piece0.left") - 2 / 8) < sigma(2 / 8)
+    assert not np.any(np.isin(names, ["piece1.right", "piece1.top"]))
+    est = float(L_SHAPE.estimate_boundary_measure(KEY, 200_000))
+    assert abs(est - 8) / 8 < 0.01
+    # union of two unit disks 1 apart: each keeps an arc of 240 degrees
+    lens_union = Disk((0, 0), 1) | Disk((1, 0), 1)
+    est = float(lens_union.estimate_boundary_measure(KEY, 200_000))
+    assert abs(est - 8 * math.pi / 3) / (8 * math.pi / 3) < 0.01
+    part = np.asarray(lens_union.sample_boundary(KEY, n).part)
+    assert abs(np.mean(part == 0) - 0.5) < sigma(0.5)
+    # coincident walls: a shared internal wall is dropped, a shared outer wall counted once
+    side = Rectangle((0, 0), (1, 1)) | Rectangle((1, 0), (2, 1))
+    assert abs(float(side.estimate_boundary_measure(KEY, 100_000)) - 6) < 0.06
+    over = Rectangle((0, 0), (2, 1)) | Rectangle((1, 0), (3, 1))
+    assert abs(float(over.estimate_boundary_measure(KEY, 100_000)) - 8) < 0.08
+    p = np.asarray(over.sample_boundary(KEY, n).points)
+    on_shared = (np.abs(p[:, 1]) < 1e-12) & (p[:, 0] > 1) & (p[:, 0] < 2)
+    assert abs(np.mean(on_shared) - 1 / 8) < sigma(1 / 8)
+    # ellipse: uniform in arc length (closed-form fraction of the arc with x > 1.5)
+    e = SHAPES["ellipse"]
+    th = np.linspace(0, 2 * np.pi, 200_001)
+    speed = np.hypot(2 * np.sin(th), 0.5 * np.cos(th))
+    frac = np.trapezoid(speed * (2 * np.cos(th) > 1.5), th) / np.trapezoid(speed, th)
+    pe = np.asarray(e.sample_boundary(KEY, n).points)
+    assert abs(np.mean(pe[:, 0] > 1.5) - frac) < sigma(frac)
+
+
+def test_part_and_predicate_sampling():
+    rect = Rectangle((0, 0), (2, 1))
+    b = rect.sample_boundary(KEY, 500, on="left")
+    np.testing.assert_allclose(np.asarray(b.points)[:, 0], 0.0)
+    np.testing.assert_allclose(np.asarray(b.normals), np.tile([-1.0, 0.0], (500, 1)))
+    b = rect.sample_boundary(KEY, 1000, on=("left", "top"))
+    names = np.array(rect.boundary_parts)[np.asarray(b.part)]
+    assert set(names) == {"left", "top"}
+    assert abs(np.mean(names == "top") - 2 / 3) < 4 * math.sqrt(2 / 9 / 1000)
+    # a predicate picks out the wall x == 0 ...
+    b = rect.sample_boundary(KEY, 500, on=eq(x, 0))
+    np.testing.assert_allclose(np.asarray(b.points)[:, 0], 0.0, atol=1e-12)
+    # ... or a region of the boundary
+    b = rect.sample_boundary(KEY, 500, on=x**2 + y**2 < 0.25)
+    p = np.asarray(b.points)
+    assert np.all(np.sum(p**2, 1) < 0.25) and np.all(np.asarray(rect.boundary_mask(p)))
+    assert abs(np.mean(p[:, 0] == 0) - 0.5) < 4 * math.sqrt(0.25 / 500)  # equal lengths 0.5
+    # the hole of a CSG shape, with normals pointing into the hole (out of the domain)
+    b = HOLED.sample_boundary(KEY, 300, on="circle")
+    p, n = np.asarray(b.points), np.asarray(b.normals)
+    np.testing.assert_allclose(np.linalg.norm(p - [1, 0.5], axis=1), 0.25, atol=1e-12)
+    np.testing.assert_allclose(n, -(p - [1, 0.5]) / 0.25, atol=1e-12)
+
+
+def test_space_time_sampling():
+    st = HOLED * TimeInterval(0.5, 2.0)
+    xi = np.asarray(st.sample_interior(KEY, 2000))
+    assert xi.shape == (2000, 3)
+    assert np.all(np.asarray(HOLED.contains(xi[:, :2])))
+    assert xi[:, 2].min() >= 0.5 and xi[:, 2].max() <= 2.0
+    assert abs(xi[:, 2].mean() - 1.25) < 0.05
+    b = st.sample_boundary(KEY, 2000)
+    p = np.asarray(b.points)
+    assert p.shape == (2000, 3) and b.normals.shape == (2000, 2)
+    assert np.all(np.abs(np.asarray(HOLED.sdf(p[:, :2]))) < 1e-9)
+    assert np.all(np.asarray(st.boundary_mask(p)))
+    b = st.sample_boundary(KEY, 500, on=eq(x, 0) & (t < 1))
+    p = np.asarray(b.points)
+    assert np.all(p[:, 0] == 0) and np.all(p[:, 2] < 1) and np.all(p[:, 2] >= 0.5)
+    x0 = np.asarray(st.sample_initial(KEY, 300, Sobol()))
+    assert np.all(x0[:, 2] == 0.5) and np.all(np.asarray(HOLED.contains(x0[:, :2])))
+    assert math.isclose(float(st.estimate_boundary_measure(KEY, 10, on="left")), 1.5)
+
+
+def test_samplers_are_stratified_reproducible_and_inside():
+    box = Rectangle((0, 0), (1, 1))
+    # Sobol: random digital shift keeps the net: 256 points, one in every 1/256 slab
+    for sampler in (Sobol(), LatinHypercube()):
+        u = np.asarray(box.sample_interior(KEY, 256, sampler))
+        for j in range(2):
+            np.testing.assert_array_equal(np.sort(np.floor(u[:, j] * 256)), np.arange(256))
+        v = np.asarray(box.sample_interior(jax.random.key(1), 256, sampler))
+        assert not np.allclose(u, v)
+        np.testing.assert_array_equal(u, np.asarray(box.sample_interior(KEY, 256, sampler)))
+    # Halton: a shifted Halton set integrates x*y far better than random points
+    h = np.asarray(box.sample_interior(KEY, 1024, Halton()))
+    assert abs(np.mean(h[:, 0] * h[:, 1]) - 0.25) < 2e-3
+    # grids: the full lattice when n fits (20 x 10 on a 2 x 1 rectangle), inside otherwise
+    g = np.asarray(Rectangle((0, 0), (2, 1)).sample_interior(KEY, 200, Grid()))
+    np.testing.assert_allclose(np.unique(g[:, 0]), 0.05 + 0.1 * np.arange(20), atol=1e-12)
+    np.testing.assert_allclose(np.unique(g[:, 1]), 0.05 + 0.1 * np.arange(10), atol=1e-12)
+    gh = np.asarray(HOLED.sample_interior(KEY, 300, Grid()))
+    assert gh.shape == (300, 2) and np.all(np.asarray(HOLED.contains(gh)))
+    assert len(np.unique(gh, axis=0)) == 300
+    gb = HOLED.sample_boundary(KEY, 100, Grid())
+    assert np.all(np.abs(np.asarray(HOLED.sdf(gb.points))) < 1e-9)
+    # quasi-random and LHS points of CSG shapes stay inside / on the boundary
+    for sampler in (Sobol(), Halton(), LatinHypercube()):
+        assert np.all(np.asarray(HOLED.contains(HOLED.sample_interior(KEY, 128, sampler))))
+        b = HOLED.sample_boundary(KEY, 128, sampler)
+        assert np.all(np.abs(np.asarray(HOLED.sdf(b.points))) < 1e-9)
+
+
+def test_sampling_under_jit_and_scan_is_reproducible():
+    def step(key, _):
+        key, k1, k2 = jax.random.split(key, 3)
+        xi = L_SHAPE.sample_interior(k1, 64, Sobol())
+        b = L_SHAPE.sample_boundary(k2, 32)
+        return key, (xi, b.points, b.normals)
+
+    run = jax.jit(lambda key: jax.lax.scan(step, key, None, length=3)[1])
+    xi, pb, nb = run(KEY)
+    xi2, pb2, _ = run(KEY)
+    np.testing.assert_array_equal(np.asarray(xi), np.asarray(xi2))
+    np.testing.assert_array_equal(np.asarray(pb), np.asarray(pb2))
+    assert not np.allclose(xi[0], xi[1])  # resampled every step
+    assert np.all(np.asarray(L_SHAPE.contains(xi.reshape(-1, 2))))
+    assert np.all(np.abs(np.asarray(L_SHAPE.sdf(pb.reshape(-1, 2)))) < 1e-9)
+    # eager calls give the same points as jitted ones
+    _, k1, _ = jax.random.split(KEY, 3)
+    np.testing.assert_allclose(L_SHAPE.sample_interior(k1, 64, Sobol()), xi[0], atol=1e-14)
+
+
+def test_float32_boundary_points():
+    with jax.enable_x64(False):
+        b = HOLED.sample_boundary(KEY, 256)
+        assert b.points.dtype == jnp.float32
+        assert np.all(np.abs(np.asarray(HOLED.sdf(b.points))) < 1e-6 * 2)
+        np.testing.assert_allclose(np.linalg.norm(b.normals, axis=1), 1.0, atol=1e-6)
+
+
+def test_rad_concentrates_points_where_the_residual_peaks():
+    cand = Rectangle((0, 0), (1, 1)).sample_interior(KEY, 20_000)
+    peak = np.array([0.7, 0.3])
+    resid = jnp.exp(-jnp.sum((cand - peak) ** 2, 1) / (2 * 0.05**2))
+    sel = np.asarray(rad_select(jax.random.key(1), cand, resid, 1000, k=1.0, c=0.0))
+    assert sel.shape == (1000, 2)
+    assert len(np.unique(sel, axis=0)) == 1000  # without replacement
+    np.testing.assert_allclose(sel.mean(0), peak, atol=0.01)
+    near = np.mean(np.linalg.norm(sel - peak, axis=1) < 0.1)
+    assert near > 0.8  # a uniform draw puts ~3% there
+    # c adds a uniform floor: with c = 1, about half the points follow the residual
+    sel = np.asarray(RAD(k=1.0, c=1.0).select(jax.random.key(2), cand, resid, 1000))
+    near = np.mean(np.linalg.norm(sel - peak, axis=1) < 0.1)
+    assert 0.3 < near < 0.7
+    # k = 0 is uniform
+    sel = np.asarray(rad_select(jax.random.key(3), cand, resid, 1000, k=0.0, c=0.0))
+    np.testing.assert_allclose(sel.mean(0), [0.5, 0.5], atol=0.04)
+    # jit-friendly, reproducible
+    f = jax.jit(lambda k: rad_select(k, cand, resid, 100))
+    np.testing.assert_array_equal(f(KEY), f(KEY))
+    assert RAD(pool=5000).pool_size(100) == 5000 and RAD().pool_size(100) == 1000
+    with pytest.raises(ValueError, match="pool"):
+        RAD(pool=10).pool_size(100)
