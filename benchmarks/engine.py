@@ -157,7 +157,7 @@ def taylor_mlp(params, x, first, second=(), third=(), fourth=(), mixed22=()):
                     + 6.0 * d4 * a1 * a1 * b1 * b1
                 )
         stack = jnp.stack([jnp.broadcast_to(y[k], (n, t.shape[1])) for k in keys])
-        out = jnp.einsum("snw,wv->snv", stack, w)
+        out = (stack.reshape(-1, stack.shape[-1]) @ w).reshape(len(keys), n, w.shape[1])
         z = dict(zip(keys, (o[0] for o in jnp.split(out, len(keys), axis=0)), strict=True))
         z[("v",)] = z[("v",)] + b
     return z

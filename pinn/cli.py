@@ -649,17 +649,16 @@ def compare(
     built = _load(file, _overrides(set_))
     out_dir = _run_dir(out, built.name, False, "-compare")
     out_dir.mkdir(parents=True, exist_ok=True)
+    # each method runs in its own process, so that its wall time and peak memory are its own
+    sets = [a for item in (set_ or []) for a in ("--set", item)]
     if pinn_run is None:
         pinn_run = out_dir / "pinn"
         _out(f"training the PINN -> {pinn_run}", quiet)
-        rc = solve(file, out=pinn_run, set_=set_, seed=None, precision=None, resume=False,
-                   quiet=True)
-        if rc:
-            return rc
+        _subcommand(["solve", str(file), "--out", str(pinn_run), "--quiet", *sets])
     if fem_run is None:
         fem_run = out_dir / "fem"
         _out(f"solving with FEM -> {fem_run}", quiet)
-        run_fem(built, fem_run)
+        _subcommand(["fem", str(file), "--out", str(fem_run), "--quiet", *sets])
     from pinn.report.compare import write_comparison
 
     table = write_comparison(out_dir, built.problem, {"PINN": pinn_run, "FEM": fem_run},
@@ -668,6 +667,22 @@ def compare(
     _out(table, quiet)
     _out(f"report: {out_dir / 'compare.md'}", quiet)
     return EXIT_OK
+
+
+def _subcommand(args: list[str]) -> None:
+    """Run ``pinn ARGS`` in a child process; its errors become ours."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "pinn.cli", *args], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        msg = lines[-1].removeprefix("pinn: ") if lines else f"exit code {proc.returncode}"
+        if proc.returncode == EXIT_INPUT:
+            raise UserError(f"pinn {args[0]}: {msg}")
+        raise RuntimeError(f"pinn {args[0]} failed: {msg}")
 
 
 # ---------------------------------------------------------------------------

@@ -362,8 +362,8 @@ def solve(problem, model=None, training: Training | None = None, *, precision: i
         t_start = time.perf_counter()
         result = run(
             asm.terms_fn, params, stages=training.stages, sample_fn=asm.sample_fn, key=key,
-            weighting=weighting, resample_every=training.points.resample_every,
-            chunk=training.chunk, checkpoint_dir=None if out_dir is None else
+            weighting=weighting, resample_every=training.points.resample_every or None,
+            chunk=training.chunk or 500, checkpoint_dir=None if out_dir is None else
             Path(out_dir) / "checkpoints", checkpoint_every=training.checkpoint_every,
             resume=resume, evaluate=evaluate, eval_every=training.eval_every,
             progress=progress,

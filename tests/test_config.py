@@ -84,8 +84,8 @@ def test_parameter_expressions_use_earlier_parameters():
                         'params: {Re: 40, lam: "Re/2 - sqrt(Re^2/4 + 4*pi^2)", alpha: 0.05}')
     built = load("heat2d.yaml", text=text)
     re_ = 40.0
-    assert built.params["lam"].value == pytest.approx(re_ / 2 - math.sqrt(re_**2 / 4 + 4 * math.pi**2),
-                                                      rel=1e-15)
+    lam = re_ / 2 - math.sqrt(re_**2 / 4 + 4 * math.pi**2)
+    assert built.params["lam"].value == pytest.approx(lam, rel=1e-15)
     msg = error_of(HEAT.replace("params: {alpha: 0.05}", 'params: {a: "2*b", b: 1, alpha: 1}'))
     assert msg.startswith("heat2d.yaml:4 params.a:") and "'b', which is defined later" in msg
 
@@ -209,7 +209,8 @@ def test_expression_errors_give_the_column():
     msg = error_of(HEAT.replace("u_t - alpha*(u_xx + u_yy)", "u_t - alpha*(u_xx + u_yy"))
     assert msg.startswith("heat2d.yaml:6:") and "equations.heat:" in msg and "column" in msg
     msg = error_of(HEAT.replace('{u: "sin(pi*x)*sin(pi*y)"}', '{u: "sin(pi*x)*sin(pi*z)"}'))
-    assert msg.startswith("heat2d.yaml:9:") and "conditions.start.initial.u: unknown name 'z'" in msg
+    assert msg.startswith("heat2d.yaml:9:")
+    assert "conditions.start.initial.u: unknown name 'z'" in msg
 
 
 def test_expression_error_in_block_scalar_gives_its_line():
@@ -220,7 +221,8 @@ def test_expression_error_in_block_scalar_gives_its_line():
 
 
 def test_empty_binary_and_non_mapping_files(tmp_path):
-    for content, expected in [(b"", "the file is empty"), (b"# only a comment\n", "the file is empty"),
+    for content, expected in [(b"", "the file is empty"),
+                              (b"# only a comment\n", "the file is empty"),
                               (b"\x00\x01\x02binary", "binary file"),
                               (b"\xff\xfe\xfa bad", "not UTF-8"),
                               (b"- a\n- b\n", "not a list"),

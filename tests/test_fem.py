@@ -102,8 +102,8 @@ def test_poisson_3d_box():
     problem = pinn.Problem(pinn.Box((0, 0, 0), (1, 1, 1)),
                            {"pde": -pinn.laplacian(u) - 3 * pi**2 * ue},
                            {"walls": pinn.Dirichlet(u, 0)}, exact={u: ue})
-    e4, e8 = l2_errors(problem, [4, 8], element="P2")
-    assert e8 < 1e-3 and e4 / e8 > 6  # P2: ~8x per halving
+    e3, e6 = l2_errors(problem, [3, 6], element="P2")
+    assert e6 < 3e-3 and e3 / e6 > 6  # P2: ~8x per halving
 
 
 def test_neumann_and_robin_signs_are_exact_for_linear_solutions():
@@ -173,9 +173,10 @@ def test_heat_2d_with_source_and_time_dependent_dirichlet():
                            {"walls": pinn.Dirichlet(u, ue),
                             "start": pinn.Initial(u, pinn.dsl.substitute(ue, {t: 0}))},
                            exact={u: ue})
-    sol = fem.solve(problem, cells=16, element="P2", steps=20)
-    err = sol.errors()
-    assert err["rel_l2"]["u"] < 1e-3, err
+    sol = fem.solve(problem, cells=8, element="P2", steps=20)
+    assert sol.l2_error(problem.exact, relative=True)["u"] < 1e-3
+    pts = np.random.default_rng(0).uniform(0, [1, 1, 0.5], size=(1000, 3))
+    assert sol.errors(points=pts)["rel_l2"]["u"] < 1e-3
     assert sol.info["newton_iterations"] == 20  # linear: one solve per step
 
 
@@ -236,21 +237,23 @@ def test_meshes_cover_the_shapes(shape, area, tol):
     mid = m.p[:, m.t].mean(axis=1).T
     assert np.all(np.asarray(shape.contains(mid)))
     # refinement moves new boundary nodes onto curved boundaries
-    fine = fem.build_mesh(shape, cells=8, refine=1)
-    assert abs(_area(fine) - area) / area < tol
+    fine = m.refined() if tol < 1e-6 else fem.mesh.refine_mesh(m, shape, 1)
+    assert abs(_area(fine) - area) / area < tol / 2
 
 
 def test_boundary_parts_select_facets_on_a_plate_with_a_hole():
     from pinn.fem.mesh import facet_midpoints, select_facets
 
     plate = pinn.Rectangle((0, 0), (2, 1)) - pinn.Disk((0.5, 0.5), 0.2).rename({"circle": "hole"})
-    m = fem.build_mesh(plate, cells=32)
+    m = fem.build_mesh(plate, cells=20)
     hole = select_facets(m, plate, "hole")
     left = select_facets(m, plate, "left")
     pred = select_facets(m, plate, x > 1.5)
     r = np.linalg.norm(facet_midpoints(m, hole) - 0.5, axis=1)
-    assert hole.size > 20 and np.all(np.abs(r - 0.2) < 2e-3)
-    assert left.size == 16 and np.allclose(facet_midpoints(m, left)[:, 0], 0)
+    sagitta = 0.2 * (1 - np.cos(np.pi / hole.size))  # chord midpoints lie inside the circle
+    assert hole.size >= 12 and np.all(np.abs(r - 0.2) <= sagitta * 1.5)
+    ends = m.p[:, m.facets[:, left]]
+    assert np.allclose(ends[0], 0) and np.isclose(np.abs(ends[1, 0] - ends[1, 1]).sum(), 1.0)
     assert pred.size > 0 and np.all(facet_midpoints(m, pred)[:, 0] > 1.5)
     assert set(hole) | set(select_facets(m, plate, ("left", "right", "bottom", "top"))) == set(
         m.boundary_facets())
@@ -263,7 +266,7 @@ def test_boundary_parts_select_facets_on_a_plate_with_a_hole():
 def test_evaluate_in_chunks_reproduces_polynomials_exactly(tmp_path):
     ue = x**2 + x * y - 2 * y**2 + 1           # -laplacian = 2, reproduced exactly by P2
     problem = pinn.Problem(pinn.Polygon([(0, 0), (1, 0), (1.5, 1), (0, 1)]),
-                           {"pde": -pinn.laplacian(u) - 2 + 4}, {"b": pinn.Dirichlet(u, ue)},
+                           {"pde": -pinn.laplacian(u) - 2}, {"b": pinn.Dirichlet(u, ue)},
                            exact={u: ue})
     sol = fem.solve(problem, cells=6, element="P2")
     rng = np.random.default_rng(0)

@@ -78,9 +78,18 @@ POLY_WEIGHTING = GradNorm(every=7, alpha=0.5)
 
 def poly_run(**kwargs):
     params = {"net": {"a": jnp.zeros(9)}, "pde": {"c": jnp.asarray(0.3)}}
-    return run(poly_terms, params, stages=POLY_STAGES, sample_fn=poly_sample,
-               key=jax.random.key(7), weighting=POLY_WEIGHTING, resample_every=4, chunk=8,
-               progress=False, **kwargs)
+    return run(
+        poly_terms,
+        params,
+        stages=POLY_STAGES,
+        sample_fn=poly_sample,
+        key=jax.random.key(7),
+        weighting=POLY_WEIGHTING,
+        resample_every=4,
+        chunk=8,
+        progress=False,
+        **kwargs,
+    )
 
 
 def strip(rows):
@@ -128,8 +137,9 @@ def test_stages_lbfgs_to_1e_12_and_resume_bit_for_bit(tmp_path):
             assert info.value.checkpoint == latest_checkpoint(out / "checkpoints")
             resumed = poly_run(out_dir=out, resume=True, history_csv=True)
             assert resumed.step == straight.step == 130
-            for a, b in zip(jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state),
-                            strict=True):
+            for a, b in zip(
+                jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state), strict=True
+            ):
                 if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
                     a, b = jax.random.key_data(a), jax.random.key_data(b)
                 assert np.array_equal(np.asarray(a), np.asarray(b))
@@ -143,9 +153,15 @@ def test_stages_lbfgs_to_1e_12_and_resume_bit_for_bit(tmp_path):
 def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
     # progress=True, but stderr is not a terminal under pytest: nothing may be printed
     with pytest.warns(RuntimeWarning, match="rolled back"):
-        result = run(barrier_terms, {"p": jnp.asarray(0.0)},
-                     stages=[Stage(Adam(lr=2.0, decay="cosine"), 200)], sample_fn=no_batch,
-                     key=jax.random.key(0), chunk=20, progress=True)
+        result = run(
+            barrier_terms,
+            {"p": jnp.asarray(0.0)},
+            stages=[Stage(Adam(lr=2.0, decay="cosine"), 200)],
+            sample_fn=no_batch,
+            key=jax.random.key(0),
+            chunk=20,
+            progress=True,
+        )
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
     assert len(result.rollbacks) >= 1
@@ -160,16 +176,30 @@ def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
 
 def test_repeated_nan_stops_with_clear_error():
     with pytest.warns(RuntimeWarning), pytest.raises(TrainingDiverged) as info:
-        run(wall_terms, {"p": jnp.asarray(0.0)}, stages=[Stage(Adam(lr=0.5), 100)],
-            sample_fn=no_batch, key=jax.random.key(0), chunk=50, max_retries=2,
-            progress=False)
+        run(
+            wall_terms,
+            {"p": jnp.asarray(0.0)},
+            stages=[Stage(Adam(lr=0.5), 100)],
+            sample_fn=no_batch,
+            key=jax.random.key(0),
+            chunk=50,
+            max_retries=2,
+            progress=False,
+        )
     err = info.value
     assert "diverged" in str(err) and "from step 0" in str(err) and "clip" in str(err)
     assert len(err.failures) == 3
     assert float(err.params["p"]) == 0.0  # the last good parameters
     with pytest.raises(TrainingDiverged, match="initial parameters"):
-        run(wall_terms, {"p": jnp.asarray(2.0)}, stages=[Stage(Adam(lr=0.5), 100)],
-            sample_fn=no_batch, key=jax.random.key(0), chunk=50, progress=False)
+        run(
+            wall_terms,
+            {"p": jnp.asarray(2.0)},
+            stages=[Stage(Adam(lr=0.5), 100)],
+            sample_fn=no_batch,
+            key=jax.random.key(0),
+            chunk=50,
+            progress=False,
+        )
 
 
 def test_progress_bar_in_a_terminal():
@@ -216,4 +246,6 @@ def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
     for step in (11, 12, 13):
         save_checkpoint(tmp_path, step, tree, {}, keep=2)
     assert [p.name for p in ckpt.list_checkpoints(tmp_path)] == [
-        "ckpt_000000012.npz", "ckpt_000000013.npz"]
+        "ckpt_000000012.npz",
+        "ckpt_000000013.npz",
+    ]

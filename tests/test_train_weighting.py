@@ -24,10 +24,15 @@ def two_terms(p, batch):
     return {"a": jnp.sum((p - 1.0) ** 2), "b": 100.0 * jnp.sum((p + 1.0) ** 2)}
 
 
-def grad_norms(p):
+@jax.jit
+def _grad_norms(p):
     ga = jax.grad(lambda q: two_terms(q, None)["a"])(p)
     gb = jax.grad(lambda q: two_terms(q, None)["b"])(p)
-    return float(jnp.linalg.norm(ga)), float(jnp.linalg.norm(gb))
+    return jnp.linalg.norm(ga), jnp.linalg.norm(gb)
+
+
+def grad_norms(p):
+    return tuple(float(n) for n in _grad_norms(p))
 
 
 def test_gradnorm_one_update_equalises_gradient_norms():
@@ -35,7 +40,7 @@ def test_gradnorm_one_update_equalises_gradient_norms():
     na, nb = grad_norms(p)
     assert nb / na > 50  # the toy loss is badly balanced
     gn = GradNorm(every=5, alpha=0.0)
-    state = gn.recompute(gn.init(["a", "b"]), p, None, two_terms)
+    state = jax.jit(lambda s: gn.recompute(s, p, None, two_terms))(gn.init(["a", "b"]))
     wa, wb = float(state["weights"]["a"]), float(state["weights"]["b"])
     np.testing.assert_allclose(wa * na, wb * nb, rtol=1e-5)
     np.testing.assert_allclose(wa, (na + nb) / na, rtol=1e-5)
@@ -71,21 +76,22 @@ def test_fixed_weights_defaults_and_errors():
 
 def test_causal_weights_closed_form_monotone_and_no_gradient():
     losses = jnp.array([1.0, 2.0, 3.0, 0.5])
-    w = causal_weights(losses, 0.5)
+    weights = jax.jit(causal_weights)
+    w = weights(losses, 0.5)
     np.testing.assert_allclose(w, np.exp(-0.5 * np.array([0.0, 1.0, 3.0, 6.0])), rtol=1e-6)
     rng = np.random.default_rng(0)
     for eps in (0.1, 1.0, 10.0):
-        w = np.asarray(causal_weights(jnp.asarray(rng.exponential(size=64)), eps))
+        w = np.asarray(weights(jnp.asarray(rng.exponential(size=64)), eps))
         assert w[0] == 1.0 and np.all(np.diff(w) <= 0) and np.all(w >= 0)
     # stop-gradient: d/dL sum(w * L) = w exactly
-    grad = jax.grad(lambda L: jnp.sum(causal_weights(L, 1.0) * L))(losses)
-    np.testing.assert_allclose(grad, causal_weights(losses, 1.0), rtol=1e-7)
+    grad = jax.jit(jax.grad(lambda L: jnp.sum(causal_weights(L, 1.0) * L)))(losses)
+    np.testing.assert_allclose(grad, weights(losses, 1.0), rtol=1e-7)
 
 
 def test_causal_loss_bins_points_by_time():
     t = jnp.array([0.05, 0.15, 0.3, 0.35, 0.9, 0.95])
     r2 = jnp.array([1.0, 3.0, 2.0, 2.0, 4.0, 6.0])
-    loss, w = causal_loss(r2, t, t0=0.0, t1=1.0, eps=1.0, chunks=4)
+    loss, w = jax.jit(lambda r, s: causal_loss(r, s, t0=0.0, t1=1.0, eps=1.0, chunks=4))(r2, t)
     chunk = np.array([2.0, 2.0, 0.0, 5.0])  # means over [0,.25) [.25,.5) [.5,.75) [.75,1]
     expected_w = np.exp(-np.array([0.0, 2.0, 4.0, 4.0]))
     np.testing.assert_allclose(w, expected_w, rtol=1e-6)
@@ -112,8 +118,13 @@ def test_adam_schedules_closed_form():
 def test_adamw_does_not_decay_learnable_pde_parameters():
     params = {"net": {"w": jnp.ones(3)}, "pde": {"nu": jnp.asarray(0.5)}}
     tx = AdamW(lr=0.1, weight_decay=0.5).make(10)
-    zero = jax.tree.map(jnp.zeros_like, params)
-    updates, _ = tx.update(zero, tx.init(params), params)
-    new = optax.apply_updates(params, updates)
+
+    @jax.jit
+    def step(params):
+        zero = jax.tree.map(jnp.zeros_like, params)
+        updates, _ = tx.update(zero, tx.init(params), params)
+        return optax.apply_updates(params, updates)
+
+    new = step(params)
     np.testing.assert_allclose(new["net"]["w"], 1.0 - 0.1 * 0.5, rtol=1e-6)
     assert float(new["pde"]["nu"]) == 0.5

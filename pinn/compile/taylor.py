@@ -464,6 +464,14 @@ def _dot_general_rule(ctx: _Ctx, prim, params, a, b):
     a, b = (s, b) if _is_series(a) else (a, s)
 
     def batched(stack, other, left):
+        (lc, _), (lb, _) = dims
+        if left and stack.ndim == 3 and tuple(lc) == (1,) and not lb:
+            # [S, N, K] @ W as one plain [S*N, K] matmul: XLA then keeps one
+            # cotangent buffer per layer in the backward pass (a 3-D
+            # dot_general makes it materialise extra copies/transposes)
+            s_, n_, k_ = stack.shape
+            flat = f(stack.reshape(s_ * n_, k_), other)
+            return flat.reshape((s_, n_) + flat.shape[1:])
         if left:
             return jax.vmap(lambda l: f(l, other))(stack)
         return jax.vmap(lambda r: f(other, r))(stack)

@@ -397,7 +397,7 @@ def shape_dim(ctx: _Ctx, s: S.ShapeSpec, path) -> int:
         n = 2 if kind == "rectangle" else 3
         need(a.min, n, "min")
         need(a.max, n, "max")
-        if not all(lo < hi for lo, hi in zip(a.min, a.max)):
+        if not all(lo < hi for lo, hi in zip(a.min, a.max, strict=True)):
             raise ctx.error(path, f"a {kind} needs min < max in every coordinate, got "
                             f"min {a.min}, max {a.max}")
         return n
@@ -682,8 +682,9 @@ def load_data_file(ctx: _Ctx, rel: str, path, want):
                         f"{', '.join(missing)} (found: {', '.join(cols)})")
     fields = want if want is not None else [f for f in ctx.fields if f.name in cols]
     if not fields:
-        raise ctx.error(path, f"{rel} has no column for any field ({', '.join(f.name for f in ctx.fields)}"
-                        f"; found: {', '.join(cols)})")
+        declared = ", ".join(f.name for f in ctx.fields)
+        raise ctx.error(path, f"{rel} has no column for any field ({declared}; found: "
+                        f"{', '.join(cols)})")
     for f in fields:
         if f.name not in cols:
             raise ctx.error(path, f"{rel} has no column '{f.name}' (found: {', '.join(cols)})")
@@ -713,7 +714,8 @@ def generate_data(ctx: _Ctx, g: S.GenerateArgs, path, probe: _ProblemProbe, want
         values = {}
         from pinn.dsl.evaluate import evaluate_on_points
 
-        spatial = probe.coords[: getattr(getattr(domain, "space", domain), "dim", len(probe.coords))]
+        space = getattr(domain, "space", domain)
+        spatial = probe.coords[: getattr(space, "dim", len(probe.coords))]
         with jax.enable_x64(True):
             for f in fields:
                 if f not in probe.exact:
@@ -828,15 +830,42 @@ def build_reference(ctx: _Ctx, spec: S.ProblemSpec, params):
         if len(ctx.coords) != 2:
             raise ctx.error(path, "the Burgers reference is for 1D problems in (x, t)")
         return Burgers(field=ctx.fields[0].name, **opts)
-    import pinn.reference as R
+    allowed = {"allen_cahn": {"diffusion", "reaction", "n", "dt", "t_end"},
+               "kdv": {"delta", "n", "dt", "t_end"}}[kind]
+    _check_opts(ctx, path, opts, allowed)
+    if len(ctx.coords) != 2:
+        raise ctx.error(path, f"the {kind} reference is for 1D problems in (x, t)")
+    for k in ("n",):
+        if k in opts:
+            opts[k] = int(opts[k])
+    return SpectralReference(kind, opts, ctx.fields[0].name)
 
-    factory = getattr(R, {"allen_cahn": "AllenCahn", "kdv": "KdV"}[kind], None)
-    if factory is None:
-        raise ctx.error(path, f"the {kind} reference is not available in this version of pinn")
-    try:
-        return factory(**opts)
-    except TypeError as exc:
-        raise ctx.error(path, f"bad options for the {kind} reference: {exc}") from None
+
+class SpectralReference:
+    """A periodic spectral reference (pinn.reference.allen_cahn / kdv), computed on first
+    use (then cached on disk by pinn.reference)."""
+
+    def __init__(self, kind: str, options: dict, field: str):
+        self.kind, self.options, self.field = kind, dict(options), field
+        self._solution = None
+
+    def __call__(self, points):
+        if self._solution is None:
+            import pinn.reference as R
+
+            self._solution = getattr(R, self.kind)(field=self.field, **self.options)
+        return self._solution(points)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_solution"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._solution = None
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{self.kind}({opts})"
 
 
 def _check_opts(ctx, path, opts, allowed):

@@ -208,7 +208,8 @@ class OneOf(Strict):
 
 
 class ParamSpec(Strict):
-    """``alpha: 0.05``, ``lam: "Re/2 - sqrt(Re^2/4 + 4*pi^2)"``, ``nu: {value: 0.05, learnable: true}``."""
+    """A parameter: ``alpha: 0.05``, ``lam: "Re/2 - sqrt(Re^2/4 + 4*pi^2)"`` (earlier
+    parameters only) or ``nu: {value: 0.05, learnable: true}``."""
 
     value: ExprLike
     learnable: Bool = False
@@ -303,7 +304,8 @@ class ShapeSpec(OneOf):
 
 
 class DomainSpec(ShapeSpec):
-    """``{space: <shape>, time: [t0, t1]}``, or the shape's key directly: ``{rectangle: ..., time: ...}``."""
+    """``{space: <shape>, time: [t0, t1]}``, or the shape's key directly:
+    ``{rectangle: ..., time: [t0, t1]}``."""
 
     KINDS: ClassVar = ("space",) + ShapeSpec.KINDS
     WHAT: ClassVar = "domain shape"
@@ -352,7 +354,7 @@ class GenerateArgs(Strict):
 
 
 class DataArgs(Strict):
-    """Observed values: ``{file: obs.csv}`` (path relative to the problem file) or ``{generate: ...}``.
+    """Observed values: ``{file: obs.csv}`` (relative to the problem file) or ``{generate: ...}``.
 
     A CSV file has a header naming the coordinates and the observed fields; an
     NPZ file has one array per coordinate and field (or ``points[N, d]``).

@@ -29,7 +29,8 @@ class _Loader(yaml.SafeLoader):
 
 _DROP = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp"}
 _Loader.yaml_implicit_resolvers = {
-    k: [r for r in v if r[0] not in _DROP] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    k: [r for r in v if r[0] not in _DROP]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")

@@ -62,6 +62,7 @@ class Discretisation:
         self.mesh = mesh
         self.shape = problem.space
         self._coord_names = tuple(c.name for c in problem.spatial)
+        self._facet_cache: dict = {}
         fields = wf.fields
         self.fields = fields
         kmax = max(wf.degree.values())
@@ -100,7 +101,10 @@ class Discretisation:
 
     # -- boundary data -------------------------------------------------------
     def _facets(self, on) -> np.ndarray:
-        return M.select_facets(self.mesh, self.shape, on, self._coord_names)
+        key = repr(on)
+        if key not in self._facet_cache:
+            self._facet_cache[key] = M.select_facets(self.mesh, self.shape, on, self._coord_names)
+        return self._facet_cache[key]
 
     def _boundary_data(self, bt):
         facets = self._facets(bt.on)

@@ -223,12 +223,12 @@ def _project(fd, p: np.ndarray, scale: float, iters: int = 3) -> np.ndarray:
 
 
 def _distmesh2d(fd, h0: float, lo: np.ndarray, hi: np.ndarray, pfix: np.ndarray,
-                max_iter: int = 250) -> tuple[np.ndarray, np.ndarray]:
+                max_iter: int = 150) -> tuple[np.ndarray, np.ndarray]:
     """DistMesh (Persson & Strang, SIAM Review 2004) with a uniform size."""
     from scipy.spatial import Delaunay
 
     geps = 1e-3 * h0
-    dptol, ttol, fscale, deltat = 1e-3, 0.1, 1.2, 0.2
+    dptol, ttol, fscale, deltat = 2e-3, 0.1, 1.2, 0.2
     xs = np.arange(lo[0], hi[0] + h0 / 2, h0)
     ys = np.arange(lo[1], hi[1] + h0 / 2, h0 * math.sqrt(3) / 2)
     X, Y = np.meshgrid(xs, ys)
@@ -392,9 +392,16 @@ def _mask(shape, pts: np.ndarray, on, coords=None) -> np.ndarray:
     if not hasattr(shape, "boundary_mask"):
         raise UnsupportedProblem(f"{shape!r} has no boundary_mask(); cannot select {on!r}")
     kw = {"coords": tuple(coords)} if coords is not None and isinstance(on, Expr) else {}
+    pts = np.asarray(pts, dtype=np.float64)
+    n = len(pts)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    # pad to a power of two: the geometry is jitted, and every new size would recompile
+    size = max(256, 1 << (n - 1).bit_length())
+    padded = np.concatenate([pts, np.repeat(pts[:1], size - n, axis=0)])
     with _x64():
-        m = shape.boundary_mask(pts, on, **kw)
-    return np.asarray(m, dtype=bool).reshape(-1)
+        m = shape.boundary_mask(padded, on, **kw)
+    return np.asarray(m, dtype=bool).reshape(-1)[:n]
 
 
 def select_facets(mesh: skfem.Mesh, shape, on, coords=None) -> np.ndarray:

@@ -45,7 +45,11 @@ class Piece:
 
     ``map(loc[m, pdim]) -> x[m, dim]``; boundary pieces also give
     ``normal(x) -> n[m, dim]`` (outward, unit) and ``on(x, tol) -> bool[m]``;
-    ``accept(x, n, tol) -> bool[m]`` (or None) restricts the piece (CSG).
+    ``accept(x, n, tol) -> bool[m]`` (or None) restricts an interior piece
+    (CSG).  Boundary pieces of CSG shapes are restricted by the owner's
+    ``_accept_leaf(x, n, leaf, tol)`` instead, evaluated once per point with
+    the piece's ``leaf`` (its primitive's index in the CSG tree); ``group`` is
+    the index used for naming (a renamed CSG shape counts as one group).
     """
 
     name: str | None
@@ -56,6 +60,7 @@ class Piece:
     on: Callable | None = None
     accept: Callable | None = None
     leaf: int = 0
+    group: int = 0
 
     def restrict(self, keep: Callable, *, flip: bool = False) -> Piece:
         """Keep only points where ``keep(x, n, tol)``; ``flip`` reverses the normals."""
@@ -88,6 +93,7 @@ class Spec:
     extra: int = 0  # unit coordinates passed to `finish` (time)
     finish: Callable | None = None  # (x_core, u_extra) -> x_full
     keep: Callable | None = None  # x_full -> bool (predicates)
+    accept: Callable | None = None  # (x_core, normals, leaf[m], tol) -> bool (CSG boundary)
 
     @property
     def dunit(self) -> int:
@@ -95,7 +101,8 @@ class Spec:
 
     @property
     def rejects(self) -> bool:
-        return self.keep is not None or any(p.accept is not None for p in self.pieces)
+        return (self.keep is not None or self.accept is not None
+                or any(p.accept is not None for p in self.pieces))
 
 
 def propose(spec: Spec, u):
@@ -133,6 +140,10 @@ def propose(spec: Spec, u):
             else:
                 oks.append(p.accept(xs[j], ns[j] if spec.boundary else None, spec.tol))
         ok = jnp.stack(oks)[idx, ar] if len(oks) > 1 else oks[0]
+    if spec.accept is not None:
+        leaf = jnp.asarray(np.array([p.leaf for p in pieces], np.int32))[idx]
+        a = spec.accept(x, normals, leaf, spec.tol)
+        ok = a if ok is None else ok & a
     if spec.finish is not None:
         x = spec.finish(x, u[:, core:])
     if spec.keep is not None:

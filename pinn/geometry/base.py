@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 import jax
@@ -321,11 +322,9 @@ class Shape(Domain):
     def part_measures(self) -> dict[str, float | None]:
         """Length (area) of each part: exact for primitives, ``None`` for CSG shapes."""
         out: dict[str, float | None] = {}
+        exact = self._n_leaves() == 1
         for p in self._boundary_pieces():
-            if p.accept is not None:
-                out[p.name] = None
-            elif p.name not in out or out[p.name] is not None:
-                out[p.name] = out.get(p.name, 0.0) + p.measure
+            out[p.name] = out.get(p.name, 0.0) + p.measure if exact else None
         return out
 
     @property
@@ -371,24 +370,29 @@ class Shape(Domain):
         chosen, part, keep = self._select(on, coords, tol)
         kept = [(p, i) for p, i in zip(chosen, part, strict=True) if p.measure > 0]
         return Spec(tuple(p for p, _ in kept), tuple(i for _, i in kept), self.dim - 1, True,
-                    tol, keep=keep)
+                    tol, keep=keep, accept=self._accept_leaf if self._n_leaves() > 1 else None)
 
     def _mask(self, x, on, tol, coords):
         chosen, _, keep = self._select(on, coords, tol)
-        mask = jnp.zeros(x.shape[:-1], bool)
-        for p in chosen:
-            m = p.on(x, tol)
-            if p.accept is not None:
-                m = m & p.accept(x, p.normal(x), tol)
-            mask = mask | m
+        mask = piece_mask(self, chosen, x, tol)
         if keep is not None:
             mask = mask & keep(x)
         return mask
 
     # -- CSG and products ------------------------------------------------------------
-    def _raw_boundary(self, offset: int):
-        """Boundary pieces tagged with leaf numbers (CSG naming); (pieces, number of leaves)."""
-        return [_retag(p, offset) for p in self._boundary_pieces()], 1
+    def _n_leaves(self) -> int:
+        """Primitives in the CSG tree (1 for a primitive)."""
+        return 1
+
+    def _accept_leaf(self, x, n, leaf, tol):
+        """CSG: does boundary point ``x`` of primitive ``leaf`` (normal ``n``) lie on the
+        boundary of this shape?  ``None`` (no restriction) for primitives."""
+        return None
+
+    def _raw_boundary(self, leaf: int, group: int):
+        """Boundary pieces tagged with leaf (accept tree) and group (naming) numbers."""
+        pieces = [replace(p, leaf=p.leaf + leaf, group=group) for p in self._boundary_pieces()]
+        return pieces, self._n_leaves(), 1
 
     def __or__(self, other):
         from pinn.geometry.csg import Union
@@ -413,10 +417,14 @@ class Shape(Domain):
         return NotImplemented
 
 
-def _retag(p: Piece, leaf: int) -> Piece:
-    from dataclasses import replace
-
-    return replace(p, leaf=leaf)
+def piece_mask(owner, pieces, x, tol):
+    """Points of ``x`` on any of ``pieces`` (restricted to ``owner``'s boundary)."""
+    mask = jnp.zeros(x.shape[:-1], bool)
+    for p in pieces:
+        m = p.on(x, tol)
+        acc = owner._accept_leaf(x, p.normal(x), p.leaf, tol)
+        mask = mask | (m if acc is None else m & acc)
+    return mask
 
 
 def _shape(other, op: str) -> Shape:

@@ -62,26 +62,52 @@ class _CSG(Shape):
     def default_tol(self) -> float:
         return max(self.a.default_tol, self.b.default_tol)
 
-    # -- naming ----------------------------------------------------------------
-    def _raw_boundary(self, offset: int):
-        pa, na = self.a._raw_boundary(offset)
-        pb, nb = self.b._raw_boundary(offset + na)
-        keep_a, keep_b = self._keep()
-        flip = isinstance(self, Difference)
-        out = [p.restrict(keep_a) for p in pa] + [p.restrict(keep_b, flip=flip) for p in pb]
-        return out, na + nb
+    # -- boundary pieces and naming ------------------------------------------------
+    def _n_leaves(self) -> int:
+        return self.a._n_leaves() + self.b._n_leaves()
+
+    def _raw_boundary(self, leaf: int, group: int):
+        pa, la, ga = self.a._raw_boundary(leaf, group)
+        pb, lb, gb = self.b._raw_boundary(leaf + la, group + ga)
+        if isinstance(self, Difference):
+            pb = [replace(p, normal=_negated(p.normal)) for p in pb]
+        return pa + pb, la + lb, ga + gb
 
     def _boundary_pieces(self):
-        pieces, _ = self._raw_boundary(0)
-        leaves: dict[str, set[int]] = {}
+        pieces, _, _ = self._raw_boundary(0, 0)
+        groups: dict[str, set[int]] = {}
         for p in pieces:
-            leaves.setdefault(p.name, set()).add(p.leaf)
-        return [p if len(leaves[p.name]) == 1 else replace(p, name=f"piece{p.leaf}.{p.name}")
+            groups.setdefault(p.name, set()).add(p.group)
+        return [p if len(groups[p.name]) == 1 else replace(p, name=f"piece{p.group}.{p.name}")
                 for p in pieces]
+
+    def _accept_leaf(self, x, n, leaf, tol):
+        """Rules of :mod:`pinn.geometry.csg`, applied from this node down to the leaf."""
+        na = self.a._n_leaves()
+        keep_a, keep_b = self._keep()
+        nb = -n if isinstance(self, Difference) else n  # the normal as b itself sees it
+
+        def side_a():
+            return _both(keep_a(x, n, tol), self.a._accept_leaf(x, n, leaf, tol))
+
+        def side_b():
+            return _both(keep_b(x, n, tol), self.b._accept_leaf(x, nb, leaf - na, tol))
+
+        if isinstance(leaf, int):  # static: one branch
+            return side_a() if leaf < na else side_b()
+        return jnp.where(leaf < na, side_a(), side_b())
 
     # -- rules (overridden) ------------------------------------------------------
     def _keep(self):  # pragma: no cover - interface
         raise NotImplementedError
+
+
+def _both(a, b):
+    return a if b is None else a & b
+
+
+def _negated(f):
+    return lambda x: -f(x)
 
 
 def _out(s: Shape, x, tol):
@@ -295,6 +321,12 @@ class Renamed(Shape):
 
     def _interior_pieces(self):
         return self.shape._interior_pieces()
+
+    def _n_leaves(self) -> int:
+        return self.shape._n_leaves()
+
+    def _accept_leaf(self, x, n, leaf, tol):
+        return self.shape._accept_leaf(x, n, leaf, tol)
 
     def _boundary_pieces(self):
         m = dict(self.names)

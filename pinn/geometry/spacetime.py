@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn.geometry._core import Spec
-from pinn.geometry.base import Domain, Shape, coord_names, predicate_fn
+from pinn.geometry.base import Domain, Shape, coord_names, piece_mask, predicate_fn
 from pinn.geometry.samplers import Sampler
 
 __all__ = ["TimeInterval", "SpaceTime"]
@@ -140,7 +140,7 @@ class SpaceTime(Domain):
         if kind == "boundary" and self._resolve_parts(on) is None:
             keep = predicate_fn(on, coord_names(coords, self._default_coords()), space.tol)
         return Spec(space.pieces, space.part, space.pdim, space.boundary, space.tol, extra=1,
-                    finish=self._finish, keep=keep)
+                    finish=self._finish, keep=keep, accept=space.accept)
 
     def _space_on(self, on):
         parts = self._resolve_parts(on)
@@ -148,13 +148,7 @@ class SpaceTime(Domain):
 
     def _mask(self, x, on, tol, coords):
         chosen, _, _, keep = self._select(on, coords, tol)
-        xs = x[..., :-1]
-        mask = jnp.zeros(x.shape[:-1], bool)
-        for p in chosen:
-            m = p.on(xs, tol)
-            if p.accept is not None:
-                m = m & p.accept(xs, p.normal(xs), tol)
-            mask = mask | m
+        mask = piece_mask(self.space, chosen, x[..., :-1], tol)
         mask = mask & self.time.contains(x[..., -1], tol)
         if keep is not None:
             mask = mask & keep(x)

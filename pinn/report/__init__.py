@@ -7,7 +7,12 @@ only when a plot is drawn.
 from pinn.report.grid import Grid, evaluation_grid
 from pinn.report.metrics import field_errors, truth_on, versions
 from pinn.report.run import (
-    evaluate_in_chunks, grid_values, load_grid, save_grid, write_markdown, write_plots,
+    evaluate_in_chunks,
+    grid_values,
+    load_grid,
+    save_grid,
+    write_markdown,
+    write_plots,
     write_run_report,
 )
 

@@ -42,9 +42,25 @@ def comparison_rows(runs: Mapping[str, Path]) -> list[tuple[str, ...]]:
         size = m.get("dofs") if m.get("dofs") is not None else m.get("n_params")
         kind = "dofs" if m.get("dofs") is not None else "params"
         rows.append((label, _per_field(m.get("rel_l2")), _per_field(m.get("max_abs_error")),
-                     _fmt(m.get("wall_seconds"), ".1f"), _fmt(m.get("peak_memory_mb"), ".0f"),
+                     _fmt(m.get("wall_seconds"), ".3g"), _fmt(m.get("peak_memory_mb"), ".0f"),
                      f"{size} {kind}" if size is not None else "–"))
     return rows
+
+
+def _evaluate_saved(run, problem, points):
+    """Values of the solution saved in ``run`` (PINN or FEM) at ``points``, or None."""
+    run = Path(run)
+    from pinn.report.run import evaluate_in_chunks
+
+    if (run / "solution.pkl").exists():
+        from pinn.solve import Solution
+
+        return evaluate_in_chunks(Solution.load(run).evaluate, points)
+    if (run / "fem.npz").exists():
+        from pinn.fem import FEMSolution
+
+        return evaluate_in_chunks(FEMSolution.load(run, problem).evaluate, points)
+    return None
 
 
 def markdown_table(header, rows) -> str:
@@ -67,12 +83,15 @@ def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=1
     preds = {}
     for label, run in runs.items():
         gpath = Path(run) / "solution_grid.npz"
-        if not gpath.exists():
-            continue
-        pts, fields, meta = load_grid(gpath)
-        if tuple(meta["shape"]) != grid.shape or len(pts) != len(grid.inside):
-            continue
-        preds[label] = fields
+        fields = None
+        if gpath.exists():
+            pts, fields, meta = load_grid(gpath)
+            if tuple(meta["shape"]) != grid.shape or len(pts) != len(grid.inside):
+                fields = None
+        if fields is None:  # another grid: evaluate the saved solution on this one
+            fields = _evaluate_saved(run, problem, grid.inside)
+        if fields is not None:
+            preds[label] = fields
     if truth is not None and preds:
         for name in truth:
             errs = {label: grid.full(f[name] - truth[name]) for label, f in preds.items()

@@ -259,8 +259,8 @@ def error_maps_figure(grid: Grid, name: str, errors: Mapping[str, np.ndarray],
             t = grid.axes[-1]
             ks = _pick(len(t), snapshots)
             if d == 2:
-                rows = [(f"{grid.names[-1]} = {t[k]:.3g}", {m: e[..., k] for m, e in errors.items()})
-                        for k in ks]
+                rows = [(f"{grid.names[-1]} = {t[k]:.3g}",
+                         {m: e[..., k] for m, e in errors.items()}) for k in ks]
             else:
                 kz = len(grid.axes[2]) // 2
                 rows = [(f"{grid.names[-1]} = {t[k]:.3g}",

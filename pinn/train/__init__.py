@@ -1,8 +1,8 @@
 """Training: optimiser stages, loss-term weighting, the jitted loop, checkpoints.
 
-    from pinn.train import Adam, LBFGS, Stage, GradNorm, run
-    result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS(), 1_000)],
-                 sample_fn=sample_fn, key=jax.random.key(0), weighting=GradNorm())
+from pinn.train import Adam, LBFGS, Stage, GradNorm, run
+result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS(), 1_000)],
+             sample_fn=sample_fn, key=jax.random.key(0), weighting=GradNorm())
 """
 
 from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint

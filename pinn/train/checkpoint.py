@@ -97,8 +97,9 @@ def _encode(leaf: Any) -> tuple[np.ndarray, dict]:
     return arr, info
 
 
-def save_checkpoint(directory: str | os.PathLike, step: int, tree: Any, meta: dict, *,
-                    keep: int | None = 3) -> Path:
+def save_checkpoint(
+    directory: str | os.PathLike, step: int, tree: Any, meta: dict, *, keep: int | None = 3
+) -> Path:
     """Save ``tree`` (any pytree of arrays) and JSON-able ``meta`` as ``ckpt_<step>.npz``.
 
     Atomic; keeps the newest ``keep`` checkpoints (``None``: all).

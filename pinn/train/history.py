@@ -48,8 +48,13 @@ def read_history(path: str | os.PathLike) -> list[dict]:
 class HistoryWriter:
     """Collects rows in memory and appends them to ``<out_dir>/history.jsonl``."""
 
-    def __init__(self, out_dir: str | os.PathLike | None, *, csv_file: bool = False,
-                 rows: list[dict] | None = None) -> None:
+    def __init__(
+        self,
+        out_dir: str | os.PathLike | None,
+        *,
+        csv_file: bool = False,
+        rows: list[dict] | None = None,
+    ) -> None:
         self.rows: list[dict] = list(rows or [])
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.csv_file = csv_file

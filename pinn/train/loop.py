@@ -28,7 +28,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from .checkpoint import (
+    CheckpointError,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    read_header,
+    save_checkpoint,
+)
 from .history import HistoryWriter, read_history
 from .optim import LBFGS, Stage
 from .progress import TrainProgress
@@ -55,8 +62,16 @@ class TrainingDiverged(RuntimeError):
     roll-back events), ``params`` (the last good parameters), ``history``.
     """
 
-    def __init__(self, message: str, *, step: int, stage: int, failures: list[dict],
-                 params: Any, history: list[dict]) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: int,
+        stage: int,
+        failures: list[dict],
+        params: Any,
+        history: list[dict],
+    ) -> None:
         super().__init__(message)
         self.step, self.stage, self.failures = step, stage, failures
         self.params, self.history = params, history
@@ -70,11 +85,22 @@ class Interrupted(KeyboardInterrupt):
     ``result`` (a :class:`TrainResult` of the run so far).
     """
 
-    def __init__(self, message: str, *, step: int, signal_name: str,
-                 checkpoint: Path | None, result: TrainResult) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: int,
+        signal_name: str,
+        checkpoint: Path | None,
+        result: TrainResult,
+    ) -> None:
         super().__init__(message)
         self.step, self.signal, self.checkpoint, self.result = (
-            step, signal_name, checkpoint, result)
+            step,
+            signal_name,
+            checkpoint,
+            result,
+        )
 
 
 @dataclass
@@ -117,8 +143,11 @@ class TrainResult:
 
 
 def _all_finite(tree: Any) -> jax.Array:
-    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
-              if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
+    leaves = [
+        jnp.all(jnp.isfinite(x))
+        for x in jax.tree.leaves(tree)
+        if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)
+    ]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
@@ -178,9 +207,15 @@ class _Signals:
             signal.signal(sig, handler)
 
 
-def _validate(stages: Sequence[Stage], chunk: int, resample_every: int | None,
-              checkpoint_every: int | None, eval_every: int | None, max_retries: int,
-              rollback_factor: float) -> list[Stage]:
+def _validate(
+    stages: Sequence[Stage],
+    chunk: int,
+    resample_every: int | None,
+    checkpoint_every: int | None,
+    eval_every: int | None,
+    max_retries: int,
+    rollback_factor: float,
+) -> list[Stage]:
     if isinstance(stages, Stage):
         stages = [stages]
     stages = list(stages)
@@ -189,8 +224,12 @@ def _validate(stages: Sequence[Stage], chunk: int, resample_every: int | None,
             "run: stages must be a non-empty list of pinn.train.Stage(optimizer, steps), got "
             f"{stages!r}."
         )
-    for name, value in (("chunk", chunk), ("resample_every", resample_every),
-                        ("checkpoint_every", checkpoint_every), ("eval_every", eval_every)):
+    for name, value in (
+        ("chunk", chunk),
+        ("resample_every", resample_every),
+        ("checkpoint_every", checkpoint_every),
+        ("eval_every", eval_every),
+    ):
         if value is None and name != "chunk":
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -237,8 +276,17 @@ class _Program:
     has_aux: bool
 
     def _key(self) -> tuple:
-        return (self.terms_fn, self.sample_fn, _ident(self.weighting), _ident(self.optimizer),
-                type(self.optimizer), self.steps, self.resample_every, self.names, self.has_aux)
+        return (
+            self.terms_fn,
+            self.sample_fn,
+            _ident(self.weighting),
+            _ident(self.optimizer),
+            type(self.optimizer),
+            self.steps,
+            self.resample_every,
+            self.names,
+            self.has_aux,
+        )
 
     def __hash__(self) -> int:
         return hash(self._key())
@@ -260,6 +308,7 @@ def _chunk_program(spec: _Program) -> Callable:
         p, step = state["params"], state["step"]
         k, batch = state["key"], state["batch"]
         if resample_every is not None:
+
             def resample(args):
                 k, _ = args
                 k, sub = jax.random.split(k)
@@ -268,16 +317,24 @@ def _chunk_program(spec: _Program) -> Callable:
             k, batch = jax.lax.cond(
                 (step > 0) & (step % resample_every == 0), resample, lambda a: a, (k, batch)
             )
-        wstate = weighting.update(state["weights"], params=p, batch=batch,
-                                  terms_fn=terms_fn, step=step)
+        wstate = weighting.update(
+            state["weights"], params=p, batch=batch, terms_fn=terms_fn, step=step
+        )
         w = wstate["weights"]
         (loss, _), grads = jax.value_and_grad(weighted, has_aux=True)(p, batch, w)
         updates, opt = tx.update(grads, state["opt"], p)
         scale = state["lr_scale"]
         updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
         p = optax.apply_updates(p, updates)
-        new = {**state, "params": p, "opt": opt, "weights": wstate, "key": k,
-               "batch": batch, "step": step + 1}
+        new = {
+            **state,
+            "params": p,
+            "opt": opt,
+            "weights": wstate,
+            "key": k,
+            "batch": batch,
+            "step": step + 1,
+        }
         return new, jnp.isfinite(loss) & _all_finite(grads)
 
     def lbfgs_step(state):
@@ -295,9 +352,13 @@ def _chunk_program(spec: _Program) -> Callable:
             new_value = optax.tree.get(new_opt, "value")
             nonfinite = ~jnp.isfinite(new_value) | ~_all_finite(new_p)
             status = jnp.where(
-                gnorm <= optimizer.gtol, _CONVERGED,
-                jnp.where(nonfinite, _NONFINITE,
-                          jnp.where(optax.tree.norm(updates) == 0, _STALLED, _RUNNING)),
+                gnorm <= optimizer.gtol,
+                _CONVERGED,
+                jnp.where(
+                    nonfinite,
+                    _NONFINITE,
+                    jnp.where(optax.tree.norm(updates) == 0, _STALLED, _RUNNING),
+                ),
             ).astype(jnp.int32)
             accept = status == _RUNNING
             new = {
@@ -326,14 +387,20 @@ def _chunk_program(spec: _Program) -> Callable:
         state, finite = jax.lax.fori_loop(0, n, body, (state, jnp.asarray(True)))
         w = state["weights"]["weights"]
         (loss, (terms, aux)), grads = jax.value_and_grad(weighted, has_aux=True)(
-            state["params"], state["batch"], w)
+            state["params"], state["batch"], w
+        )
         finite = finite & jnp.isfinite(loss) & _all_finite(state["params"])
         p = state["params"]
         report = {
-            "loss": loss, "terms": terms, "aux": aux, "weights": w,
-            "grad_norm": optax.tree.norm(grads), "finite": finite,
+            "loss": loss,
+            "terms": terms,
+            "aux": aux,
+            "weights": w,
+            "grad_norm": optax.tree.norm(grads),
+            "finite": finite,
             "pde": p.get("pde", {}) if isinstance(p, Mapping) else {},
-            "status": state["status"], "status_step": state["status_step"],
+            "status": state["status"],
+            "status_step": state["status_step"],
             "lr": state["lr_scale"],
         }
         if is_lbfgs:
@@ -408,8 +475,9 @@ def run(
         TrainingDiverged: the loss stayed non-finite after ``max_retries`` roll-backs.
         Interrupted: on SIGINT/SIGTERM, after saving a checkpoint.
     """
-    stages = _validate(stages, chunk, resample_every, checkpoint_every, eval_every,
-                       max_retries, rollback_factor)
+    stages = _validate(
+        stages, chunk, resample_every, checkpoint_every, eval_every, max_retries, rollback_factor
+    )
     weighting = Fixed() if weighting is None else weighting
     if not (hasattr(weighting, "init") and hasattr(weighting, "update")):
         raise TypeError(
@@ -455,17 +523,19 @@ def run(
         )
 
     def make_state(p, k, batch, stage_index):
-        return _strong({
-            "params": p,
-            "opt": txs[stage_index].init(p),
-            "weights": weighting.init(names, dtype),
-            "key": k,
-            "batch": batch,
-            "step": jnp.asarray(starts[stage_index], jnp.int32),
-            "lr_scale": jnp.asarray(1.0, dtype),
-            "status": jnp.asarray(_RUNNING, jnp.int32),
-            "status_step": jnp.asarray(-1, jnp.int32),
-        })
+        return _strong(
+            {
+                "params": p,
+                "opt": txs[stage_index].init(p),
+                "weights": weighting.init(names, dtype),
+                "key": k,
+                "batch": batch,
+                "step": jnp.asarray(starts[stage_index], jnp.int32),
+                "lr_scale": jnp.asarray(1.0, dtype),
+                "status": jnp.asarray(_RUNNING, jnp.int32),
+                "status_step": jnp.asarray(-1, jnp.int32),
+            }
+        )
 
     # --- chunk functions, one compiled program per stage -----------------------------------
     chunk_fns: dict[int, Callable] = {}
@@ -475,9 +545,18 @@ def run(
         nonlocal compile_seconds
         start = starts[stage_index]
         if stage_index not in chunk_fns:  # compile (timed) with a zero-step call
-            chunk_fns[stage_index] = _chunk_program(_Program(
-                terms_fn, sample_fn, weighting, stages[stage_index].optimizer,
-                stages[stage_index].steps, resample_every, tuple(names), has_aux))
+            chunk_fns[stage_index] = _chunk_program(
+                _Program(
+                    terms_fn,
+                    sample_fn,
+                    weighting,
+                    stages[stage_index].optimizer,
+                    stages[stage_index].steps,
+                    resample_every,
+                    tuple(names),
+                    has_aux,
+                )
+            )
             t0 = time.perf_counter()
             jax.block_until_ready(chunk_fns[stage_index](state, np.int32(0), np.int32(start)))
             compile_seconds += time.perf_counter() - t0
@@ -491,14 +570,15 @@ def run(
     rows: list[dict] = []
     ckpt_path = latest_checkpoint(checkpoint_dir) if resume else None
     if ckpt_path is not None:
-        from .checkpoint import read_header
-
         meta = read_header(ckpt_path)["meta"]
         stage_index = int(meta["stage"])
         opt_names = [type(s.optimizer).__name__ for s in stages]
-        if (stage_index >= len(stages) or starts[stage_index] != meta["stage_start"]
-                or opt_names[: stage_index + 1] != meta["optimizers"][: stage_index + 1]
-                or meta["names"] != names):
+        if (
+            stage_index >= len(stages)
+            or starts[stage_index] != meta["stage_start"]
+            or opt_names[: stage_index + 1] != meta["optimizers"][: stage_index + 1]
+            or meta["names"] != names
+        ):
             raise CheckpointError(
                 f"checkpoint {str(ckpt_path)!r} was written by a run with stages "
                 f"{meta['optimizers']} (stage {meta['stage']} starting at step "
@@ -506,8 +586,9 @@ def run(
                 f"{opt_names} starting at {starts} and terms {names}. Resume with the same "
                 "stages (later stages may change) or start without resume."
             )
-        template = jax.eval_shape(lambda p, b: make_state(p, sample_key, b, stage_index),
-                                  params, batch_shape)
+        template = jax.eval_shape(
+            lambda p, b: make_state(p, sample_key, b, stage_index), params, batch_shape
+        )
         state, _ = load_checkpoint(ckpt_path, template)
         stage_reports = list(meta["stage_reports"])
         rollbacks = list(meta["rollbacks"])
@@ -519,6 +600,16 @@ def run(
     else:
         if resume:
             log.info("resume: no checkpoint in %s; starting a fresh run", checkpoint_dir)
+        stale = list_checkpoints(checkpoint_dir) if checkpoint_dir is not None else []
+        if stale:
+            warnings.warn(
+                f"run: removing {len(stale)} checkpoint(s) of an earlier run in "
+                f"{str(checkpoint_dir)!r} before starting afresh (pass resume=True to continue "
+                "that run instead).",
+                stacklevel=2,
+            )
+            for old in stale:
+                old.unlink(missing_ok=True)
         key, sub = jax.random.split(key)
         batch = sample_fn(sub, params)
         stage_index = 0
@@ -533,20 +624,29 @@ def run(
     def elapsed() -> float:
         return elapsed_before + time.perf_counter() - t_start
 
-    def make_row(stage_index: int, step: int, report: dict, event: str | None,
-                 rate: float | None) -> dict:
+    def make_row(
+        stage_index: int, step: int, report: dict, event: str | None, rate: float | None
+    ) -> dict:
         stage = stages[stage_index]
         row = {
-            "step": step, "stage": stage_index, "stage_step": step - starts[stage_index],
-            "optimizer": type(stage.optimizer).__name__, "event": event,
+            "step": step,
+            "stage": stage_index,
+            "stage_step": step - starts[stage_index],
+            "optimizer": type(stage.optimizer).__name__,
+            "event": event,
             "loss": _float(report["loss"]),
         }
         row.update(_scalar_leaves("loss", report["terms"]))
         row.update(_scalar_leaves("weight", report["weights"]))
         row.update(_scalar_leaves("param", report["pde"]))
         row.update(_scalar_leaves("aux", report["aux"]))
-        row.update({"lr": _float(report["lr"]), "grad_norm": _float(report["grad_norm"]),
-                    "time": round(elapsed(), 4)})
+        row.update(
+            {
+                "lr": _float(report["lr"]),
+                "grad_norm": _float(report["grad_norm"]),
+                "time": round(elapsed(), 4),
+            }
+        )
         if rate is not None:
             row["steps_per_s"] = round(rate, 2)
         return row
@@ -556,26 +656,38 @@ def run(
         if checkpoint_dir is None:
             return None
         meta = {
-            "step": step, "stage": stage_index, "stage_start": starts[stage_index],
-            "optimizers": [type(s.optimizer).__name__ for s in stages], "names": names,
-            "n_rows": len(history.rows), "elapsed": elapsed(),
-            "stage_reports": stage_reports, "rollbacks": rollbacks,
+            "step": step,
+            "stage": stage_index,
+            "stage_start": starts[stage_index],
+            "optimizers": [type(s.optimizer).__name__ for s in stages],
+            "names": names,
+            "n_rows": len(history.rows),
+            "elapsed": elapsed(),
+            "stage_reports": stage_reports,
+            "rollbacks": rollbacks,
         }
-        last_checkpoint = save_checkpoint(checkpoint_dir, step, state, meta,
-                                          keep=keep_checkpoints)
+        last_checkpoint = save_checkpoint(checkpoint_dir, step, state, meta, keep=keep_checkpoints)
         history.write_csv()
         return last_checkpoint
 
     def result(state: Any, step: int) -> TrainResult:
         w = {n: _float(v) for n, v in jax.device_get(state["weights"]["weights"]).items()}
-        terms = {} if last_report is None else {
-            n: _float(v) for n, v in last_report["terms"].items()}
+        terms = (
+            {} if last_report is None else {n: _float(v) for n, v in last_report["terms"].items()}
+        )
         return TrainResult(
-            params=state["params"], history=history.rows, step=step,
-            stages=list(stage_reports), rollbacks=list(rollbacks), weights=w,
-            wall_time=elapsed(), compile_seconds=compile_seconds,
+            params=state["params"],
+            history=history.rows,
+            step=step,
+            stages=list(stage_reports),
+            rollbacks=list(rollbacks),
+            weights=w,
+            wall_time=elapsed(),
+            compile_seconds=compile_seconds,
             train_seconds=time.perf_counter() - t_start - compile_seconds,
-            final_terms=terms, checkpoint=last_checkpoint, state=state,
+            final_terms=terms,
+            checkpoint=last_checkpoint,
+            state=state,
         )
 
     def next_boundary(step: int, stage_index: int) -> int:
@@ -590,8 +702,10 @@ def run(
 
     # --- the loop --------------------------------------------------------------------------
     failures = 0
-    with _Signals(handle_signals) as signals, TrainProgress(total, enabled=progress,
-                                                            start=step) as bar:
+    with (
+        _Signals(handle_signals) as signals,
+        TrainProgress(total, enabled=progress, start=step) as bar,
+    ):
         if ckpt_path is None:
             _, report = call_chunk(0, state, 0)
             history.append(make_row(0, 0, report, "stage_start", None))
@@ -602,7 +716,10 @@ def run(
                     f"the loss is non-finite at the initial parameters (terms: {bad_terms}); "
                     "no step was taken. Check the problem (division by zero, log or sqrt of a "
                     "negative value at some points) and the initial parameters.",
-                    step=0, stage=0, failures=[], params=state["params"],
+                    step=0,
+                    stage=0,
+                    failures=[],
+                    params=state["params"],
                     history=history.rows,
                 )
         while True:
@@ -611,22 +728,31 @@ def run(
                     if last_report is None:
                         _, last_report = call_chunk(stage_index, state, 0)
                     status = int(np.asarray(state["status"]))
-                    stage_reports.append({
-                        "stage": stage_index,
-                        "optimizer": repr(stages[stage_index].optimizer),
-                        "start": starts[stage_index], "end": ends[stage_index],
-                        "status": _STATUS_NAMES[status],
-                        "stopped_at": (int(np.asarray(state["status_step"])) if status
-                                       else ends[stage_index]),
-                        "grad_norm": _float(last_report["grad_norm"]),
-                    })
+                    stage_reports.append(
+                        {
+                            "stage": stage_index,
+                            "optimizer": repr(stages[stage_index].optimizer),
+                            "start": starts[stage_index],
+                            "end": ends[stage_index],
+                            "status": _STATUS_NAMES[status],
+                            "stopped_at": (
+                                int(np.asarray(state["status_step"]))
+                                if status
+                                else ends[stage_index]
+                            ),
+                            "grad_norm": _float(last_report["grad_norm"]),
+                        }
+                    )
                 if stage_index == len(stages) - 1:
                     break
                 stage_index += 1
-                state = {**state, "opt": _strong(txs[stage_index].init(state["params"])),
-                         "lr_scale": jnp.ones_like(state["lr_scale"]),
-                         "status": jnp.asarray(_RUNNING, jnp.int32),
-                         "status_step": jnp.asarray(-1, jnp.int32)}
+                state = {
+                    **state,
+                    "opt": _strong(txs[stage_index].init(state["params"])),
+                    "lr_scale": jnp.ones_like(state["lr_scale"]),
+                    "status": jnp.asarray(_RUNNING, jnp.int32),
+                    "status_step": jnp.asarray(-1, jnp.int32),
+                }
                 _, report = call_chunk(stage_index, state, 0)
                 row = make_row(stage_index, step, report, "stage_start", None)
                 history.append(row)
@@ -640,14 +766,19 @@ def run(
 
             if not bool(report["finite"]):
                 failures += 1
-                bad_terms = sorted(n for n, v in report["terms"].items()
-                                   if not math.isfinite(_float(v)))
+                bad_terms = sorted(
+                    n for n, v in report["terms"].items() if not math.isfinite(_float(v))
+                )
                 old_scale = _float(state["lr_scale"])
                 event = {
-                    "step": step, "stage": stage_index, "stage_step": step - starts[stage_index],
+                    "step": step,
+                    "stage": stage_index,
+                    "stage_step": step - starts[stage_index],
                     "optimizer": type(stages[stage_index].optimizer).__name__,
-                    "event": "rollback", "failed_until": stop,
-                    "lr_scale": old_scale * rollback_factor, "time": round(elapsed(), 4),
+                    "event": "rollback",
+                    "failed_until": stop,
+                    "lr_scale": old_scale * rollback_factor,
+                    "time": round(elapsed(), 4),
                     "message": (
                         f"non-finite loss in steps {step}..{stop} (terms: "
                         f"{bad_terms or 'gradients/parameters'}); rolled back to step {step} "
@@ -668,8 +799,11 @@ def run(
                         f"scaled down to {old_scale:g}. Non-finite terms: {bad_terms or 'none'} "
                         "(then the gradients or parameters were). Lower the learning rate, "
                         "add gradient clipping (Adam(clip=1.0)), or check the problem scaling.",
-                        step=step, stage=stage_index, failures=rollbacks,
-                        params=state["params"], history=history.rows,
+                        step=step,
+                        stage=stage_index,
+                        failures=rollbacks,
+                        params=state["params"],
+                        history=history.rows,
                     )
                 warnings.warn(event["message"], RuntimeWarning, stacklevel=2)
                 state = {**state, "lr_scale": state["lr_scale"] * rollback_factor}
@@ -684,20 +818,34 @@ def run(
                 metrics = evaluate(state["params"])
                 row.update({f"eval.{k}": _float(v) for k, v in metrics.items()})
             history.append(row)
-            bar.update(step, f"stage {stage_index + 1}/{len(stages)} "
-                             f"{type(stages[stage_index].optimizer).__name__}", row)
+            bar.update(
+                step,
+                f"stage {stage_index + 1}/{len(stages)} "
+                f"{type(stages[stage_index].optimizer).__name__}",
+                row,
+            )
             if on_chunk is not None:
                 on_chunk(row)
 
             status = int(report["status"])
             if status != _RUNNING and step < ends[stage_index]:
                 at = int(report["status_step"])
-                message = (f"L-BFGS stopped at step {at}: {_STATUS_NAMES[status]} "
-                           f"(gradient norm {_float(report['grad_norm']):.3e}); "
-                           f"skipping to the next stage at step {ends[stage_index]}")
+                message = (
+                    f"L-BFGS stopped at step {at}: {_STATUS_NAMES[status]} "
+                    f"(gradient norm {_float(report['grad_norm']):.3e}); "
+                    f"skipping to the next stage at step {ends[stage_index]}"
+                )
                 if status == _NONFINITE:
                     warnings.warn(message, RuntimeWarning, stacklevel=2)
-                history.append({**row, "event": "lbfgs_stop", "message": message})
+                stop_row = {**row, "event": "lbfgs_stop", "message": message}
+                if (
+                    evaluate is not None
+                    and due(ends[stage_index], eval_every)
+                    and not any(k.startswith("eval.") for k in row)
+                ):
+                    metrics = evaluate(state["params"])
+                    stop_row.update({f"eval.{k}": _float(v) for k, v in metrics.items()})
+                history.append(stop_row)
                 step = ends[stage_index]
                 state = {**state, "step": jnp.asarray(step, jnp.int32)}
 
@@ -711,11 +859,15 @@ def run(
                     f"training interrupted by {name} at step {step}"
                     + (f"; checkpoint saved to {path}" if path else "")
                     + ". Resume with resume=True.",
-                    step=step, signal_name=name, checkpoint=path, result=result(state, step),
+                    step=step,
+                    signal_name=name,
+                    checkpoint=path,
+                    result=result(state, step),
                 )
 
-    if checkpoint_dir is not None and (last_checkpoint is None
-                                       or not last_checkpoint.name.endswith(f"{step:09d}.npz")):
+    if checkpoint_dir is not None and (
+        last_checkpoint is None or not last_checkpoint.name.endswith(f"{step:09d}.npz")
+    ):
         checkpoint(state, step, stage_index)
     history.write_csv()
     return result(state, step)

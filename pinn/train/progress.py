@@ -30,8 +30,9 @@ def format_terms(row: dict, limit: int = 6) -> str:
 class TrainProgress:
     """Context manager around a rich :class:`rich.progress.Progress` (or nothing)."""
 
-    def __init__(self, total: int, *, enabled: bool = True, start: int = 0,
-                 stream: Any = None) -> None:
+    def __init__(
+        self, total: int, *, enabled: bool = True, start: int = 0, stream: Any = None
+    ) -> None:
         stream = sys.stderr if stream is None else stream
         isatty = getattr(stream, "isatty", None)
         self.active = bool(enabled and isatty is not None and isatty())

@@ -1,0 +1,264 @@
+"""Shared pieces of the benchmark scripts: machine description, result files, tables,
+and the two benchmark problems (Burgers 1D, heat 2D) built with the Python API.
+
+Imported by ``accuracy.py``, ``speed.py`` and ``time_to_accuracy.py`` (run them as
+scripts: ``python benchmarks/speed.py``; the folder is on ``sys.path`` then).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+# glibc settings that keep large buffers in the heap (no mmap/munmap churn per step)
+TUNED_MALLOC = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_MAX_": "0",
+                "MALLOC_TRIM_THRESHOLD_": "17179869184"}
+
+
+# ---------------------------------------------------------------------------
+# the machine
+
+
+def cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    m = re.search(r"model name\s*:\s*(.+)", text)
+    return m.group(1).strip() if m else (platform.processor() or platform.machine())
+
+
+def cpu_mhz() -> float | None:
+    try:
+        mhz = [float(v) for v in re.findall(r"cpu MHz\s*:\s*([\d.]+)",
+                                            Path("/proc/cpuinfo").read_text())]
+    except OSError:
+        return None
+    return max(mhz) if mhz else None
+
+
+def cpu_flags() -> set[str]:
+    try:
+        m = re.search(r"flags\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+    except OSError:
+        return set()
+    return set(m.group(1).split()) if m else set()
+
+
+def fp32_peak_gflops(cores: int | None = None) -> float | None:
+    """FP32 peak in GFLOP/s at the nominal clock: lanes x 2 (FMA) x 2 pipes per cycle.
+
+    AVX-512: 16 lanes, AVX2: 8 lanes, else SSE 4 lanes. Turbo is ignored, so this is
+    an estimate (the same one ``engine.py`` uses for AVX2 machines).
+    """
+    mhz = cpu_mhz()
+    if mhz is None:
+        return None
+    flags = cpu_flags()
+    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
+    fma = 2 if ("fma" in flags or "avx512f" in flags) else 1
+    return lanes * fma * 2 * (mhz / 1000.0) * (cores or os.cpu_count() or 1)
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("jax", "jaxlib", "flax", "optax", "numpy", "skfem", "torch", "deepxde"):
+        try:
+            from importlib.metadata import version
+
+            dist = {"skfem": "scikit-fem"}.get(name, name)
+            out[name] = version(dist)
+        except Exception:  # noqa: BLE001 - not installed
+            continue
+    return out
+
+
+def git_commit() -> str | None:
+    try:
+        r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if r.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=10).stdout.strip()
+    return r.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def machine() -> dict:
+    """Where and when: cores, CPU model, clock, load, versions, date, commit."""
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu_model(),
+        "cpu_mhz": cpu_mhz(),
+        "fp32_peak_gflops": fp32_peak_gflops(),
+        "load_average": load_average(),
+        "platform": platform.platform(),
+        "versions": versions(),
+        "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "malloc_env": {k: os.environ[k] for k in TUNED_MALLOC if k in os.environ},
+    }
+
+
+def machine_line(m: dict) -> str:
+    load = m.get("load_average")
+    v = m.get("versions", {})
+    return (f"{m['cores']} cores, {m['cpu']}"
+            + (f" at {m['cpu_mhz']:.0f} MHz" if m.get("cpu_mhz") else "")
+            + (f"; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min)"
+               if load else "")
+            + f"; jax {v.get('jax', '?')}, Python {v.get('python', '?')}"
+            + f"; {m['date']}" + (f"; commit {m['commit']}" if m.get("commit") else ""))
+
+
+# ---------------------------------------------------------------------------
+# files and tables
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Atomic write (temporary file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    return str(x)
+
+
+def write_json(path: Path, obj) -> Path:
+    return write_text(path, json.dumps(_jsonable(obj), indent=1) + "\n")
+
+
+def read_json(path: Path):
+    return json.loads(Path(path).read_text())
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def fmt(v, spec: str = ".2e", missing: str = "–") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return missing
+    if isinstance(v, (int, float)):
+        return format(v, spec)
+    return str(v)
+
+
+def generated_note(script: str, command: str) -> str:
+    return (f"<!-- generated by benchmarks/{script}; do not edit by hand. -->\n"
+            f"Generated by `{command}`.")
+
+
+# ---------------------------------------------------------------------------
+# the two benchmark problems, with the Python API
+
+
+NU_BURGERS = 0.01 / math.pi
+ALPHA_HEAT = 0.05
+
+
+def burgers_problem():
+    """Viscous Burgers 1D (Raissi et al. 2019) with the exact Cole-Hopf reference."""
+    import pinn
+    from pinn.reference import Burgers
+
+    x, t = pinn.coords("x t")
+    u = pinn.field("u")
+    nu = pinn.param("nu", NU_BURGERS)
+    return pinn.Problem(
+        domain=pinn.Interval(-1, 1) * pinn.TimeInterval(0, 1),
+        equations={"burgers": pinn.D(u, t) + u * pinn.D(u, x) - nu * pinn.D(u, x, 2)},
+        conditions={"walls": pinn.Dirichlet(u, 0, on="boundary"),
+                    "start": pinn.Initial(u, -pinn.sin(pinn.pi * x))},
+        coords=(x, t), fields=(u,), reference=Burgers(nu=NU_BURGERS, field="u"),
+        name="burgers1d")
+
+
+def heat_problem():
+    """Heat 2D on the unit square, u = exp(-2 pi^2 alpha t) sin(pi x) sin(pi y)."""
+    import pinn
+
+    x, y, t = pinn.coords("x y t")
+    u = pinn.field("u")
+    alpha = pinn.param("alpha", ALPHA_HEAT)
+    return pinn.Problem(
+        domain=pinn.Rectangle((0, 0), (1, 1)) * pinn.TimeInterval(0, 1),
+        equations={"heat": pinn.D(u, t) - alpha * pinn.laplacian(u)},
+        conditions={"walls": pinn.Dirichlet(u, 0, on="boundary"),
+                    "start": pinn.Initial(u, pinn.sin(pinn.pi * x) * pinn.sin(pinn.pi * y))},
+        coords=(x, y, t), fields=(u,),
+        exact={u: pinn.exp(-2 * pinn.pi ** 2 * alpha * t) * pinn.sin(pinn.pi * x)
+               * pinn.sin(pinn.pi * y)},
+        name="heat2d")
+
+
+PROBLEMS = {"burgers": burgers_problem, "heat2d": heat_problem}
+
+
+def pinn_setup(problem, model, training):
+    """What ``pinn.solve`` does before it calls the training loop, for a Fixed weighting.
+
+    Returns ``(assembly, params, weighting)``.  The benchmarks need the loop's
+    ``on_chunk`` hook, which ``pinn.solve`` does not expose; everything else is
+    the same code path (``build_network``, ``assemble``, ``pinn.train.run``).
+    """
+    import jax.numpy as jnp
+
+    from pinn.solve import build_network
+    from pinn.train import Fixed
+    from pinn.train.loss import assemble
+
+    apply, net_params = build_network(problem, model, training.seed)
+    asm = assemble(problem, apply, training.points)
+    dtype = jnp.zeros(()).dtype
+    params = {"net": net_params,
+              "pde": {p.name: jnp.asarray(p.value, dtype) for p in problem.learnable}}
+    weighting = training.weighting
+    if weighting is None or (isinstance(weighting, Fixed) and weighting.weights is None):
+        weighting = Fixed({k: float(v) for k, v in asm.weights.items()})
+    return asm, params, weighting
+
+
+def eval_points(problem):
+    """The points and reference values ``pinn.solve`` evaluates on during training."""
+    from pinn.solve import _eval_points_for_training
+
+    return _eval_points_for_training(problem)

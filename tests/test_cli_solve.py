@@ -1,0 +1,163 @@
+"""`pinn solve / plot / predict / fem / compare` end to end, at tiny sizes.
+
+The default suite runs heat2d through every command; the other problems and the
+SIGINT/resume check are marked slow (each compiles its own training step).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from pinn.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBLEMS = sorted(glob.glob(os.path.join(ROOT, "problems", "*.yaml")))
+HEAT = os.path.join(ROOT, "problems", "heat2d.yaml")
+
+RUN_FILES = ("config.yaml", "metrics.json", "history.jsonl", "report.md", "solution.pkl",
+             "solution_grid.npz", "loss.png")
+METRIC_KEYS = ("rel_l2", "max_abs_error", "steps", "train_seconds", "compile_seconds", "loss",
+               "params", "precision", "seed", "versions")
+
+
+def tiny(path: str, steps: int = 20) -> list[str]:
+    """Overrides that make any problem file train for a few steps on a few points."""
+    from pinn.config import load_spec
+
+    spec, _ = load_spec(path)
+    sets = [f"training.stages.0.steps={steps}", "training.points.interior=128",
+            "training.points.boundary=32", "training.points.initial=32",
+            "training.points.resample_every=10", "training.chunk=10",
+            "evaluation.resolution=9", "evaluation.snapshots=2"]
+    sets += [f"training.stages.{i}.steps=2" for i in range(1, len(spec.training.stages))]
+    if spec.reference is not None and spec.reference.kind == "fem":
+        sets += ["reference.fem.cells=6"]
+    return [a for s in sets for a in ("--set", s)]
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def check_run_folder(run_dir, fields, learnable=()):
+    for f in RUN_FILES:
+        assert (run_dir / f).exists(), f
+    for f in fields:
+        assert (run_dir / f"field_{f}.png").exists()
+    assert any((run_dir / "checkpoints").iterdir())
+    m = json.loads((run_dir / "metrics.json").read_text())
+    for k in METRIC_KEYS:
+        assert k in m, k
+    assert set(m["params"]) == set(learnable)
+    report = (run_dir / "report.md").read_text()
+    assert "(loss.png)" in report and all(f"(field_{f}.png)" in report for f in fields)
+    return m
+
+
+def test_heat2d_through_every_command(capsys, tmp_path):
+    run_dir = tmp_path / "heat"
+    rc, out, err = run(capsys, "solve", HEAT, "--out", run_dir, "--quiet", *tiny(HEAT, 30))
+    assert rc == 0, err
+    assert out == ""
+    m = check_run_folder(run_dir, ["u"])
+    assert m["steps"] == 32 and m["precision"] == 32 and m["seed"] == 0
+    # a few steps of training: a finite error of order one, not yet small
+    assert 0 < m["rel_l2"]["u"] < 10
+    assert set(m["loss"]) == {"heat", "walls", "start"}
+
+    # predict: CSV in, CSV out, same values as the saved solution
+    pts = tmp_path / "pts.csv"
+    pts.write_text("x,y,t\n0.5,0.5,0.0\n0.25,0.75,0.5\n")
+    rc, out, err = run(capsys, "predict", run_dir, "--points", pts)
+    assert rc == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0] == "x,y,t,u" and len(lines) == 3
+    from pinn.solve import Solution
+
+    sol = Solution.load(run_dir)
+    want = sol.evaluate(np.array([[0.5, 0.5, 0.0], [0.25, 0.75, 0.5]]))["u"]
+    got = [float(line.split(",")[-1]) for line in lines[1:]]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    rc, _, err = run(capsys, "predict", run_dir, "--points", pts, "--out", tmp_path / "v.npz")
+    assert rc == 0, err
+    with np.load(tmp_path / "v.npz") as z:
+        np.testing.assert_allclose(z["u"], want, rtol=1e-6)
+
+    # plot redraws the figures
+    (run_dir / "field_u.png").unlink()
+    rc, _, err = run(capsys, "plot", run_dir)
+    assert rc == 0, err
+    assert (run_dir / "field_u.png").exists()
+
+    # compare with a small FEM run: one table, error maps side by side
+    cmp_dir = tmp_path / "cmp"
+    rc, out, err = run(capsys, "compare", HEAT, "--pinn", run_dir, "--out", cmp_dir,
+                       "--set", "fem.cells=6", "--set", "fem.dt=0.1",
+                       "--set", "evaluation.resolution=9", "--set", "evaluation.snapshots=2")
+    assert rc == 0, err
+    table = (cmp_dir / "compare.md").read_text()
+    assert "| PINN |" in table and "| FEM |" in table
+    for f in ("compare.png", "errors_u.png", "compare.json"):
+        assert (cmp_dir / f).exists()
+    fem_m = json.loads((cmp_dir / "fem" / "metrics.json").read_text())
+    assert fem_m["dofs"] > 0 and fem_m["rel_l2"]["u"] < 0.2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PROBLEMS, ids=[os.path.basename(p) for p in PROBLEMS])
+def test_every_problem_solves_end_to_end(capsys, tmp_path, path):
+    from pinn.config import load
+
+    built = load(path)
+    run_dir = tmp_path / "run"
+    rc, _, err = run(capsys, "solve", path, "--out", run_dir, "--quiet", *tiny(path))
+    assert rc == 0, err
+    m = check_run_folder(run_dir, built.problem.field_names,
+                         [p.name for p in built.problem.learnable])
+    if built.problem.exact or built.problem.reference is not None:
+        assert set(m["rel_l2"]) <= set(built.problem.field_names) and m["rel_l2"]
+        assert all(np.isfinite(v) for v in m["rel_l2"].values())
+
+
+@pytest.mark.slow
+def test_sigint_keeps_a_checkpoint_and_resume_finishes(tmp_path):
+    run_dir = tmp_path / "run"
+    args = [sys.executable, "-m", "pinn.cli", "solve", HEAT, "--out", str(run_dir), "--quiet",
+            "--set", "training.stages.0.steps=3000", "--set", "training.stages.1.steps=0",
+            "--set", "training.points.interior=64", "--set", "training.points.boundary=16",
+            "--set", "training.points.initial=16", "--set", "training.chunk=10",
+            "--set", "training.checkpoint_every=10", "--set", "model.mlp.width=8",
+            "--set", "model.mlp.depth=1", "--set", "evaluation.resolution=9"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hist = run_dir / "history.jsonl"
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if hist.exists() and len(hist.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "--resume" in err and "Traceback" not in err
+    ckpts = sorted((run_dir / "checkpoints").iterdir())
+    assert ckpts
+    assert not (run_dir / "metrics.json").exists()
+
+    proc = subprocess.run(args + ["--resume"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["steps"] == 3000
+    rows = [json.loads(x) for x in hist.read_text().splitlines()]
+    assert rows[-1]["step"] == 3000
