@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-
 from _common import ALPHA_HEAT, NU_BURGERS
 
 

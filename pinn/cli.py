@@ -215,8 +215,13 @@ def solve(
                           out_dir=run_dir, resume=resume, progress=not quiet)
     except KeyboardInterrupt as exc:
         ckpt = getattr(exc, "checkpoint", None)
-        where = f" (checkpoint {ckpt})" if ckpt else ""
-        _err(f"interrupted{where}; continue with: pinn solve {file} --out {run_dir} --resume")
+        ckpt_dir = run_dir / "checkpoints"
+        if ckpt or (ckpt_dir.is_dir() and any(ckpt_dir.iterdir())):
+            where = f" at step {exc.step}" if getattr(exc, "step", None) is not None else ""
+            _err(f"interrupted{where}, checkpoint kept; continue with: pinn solve {file} "
+                 f"--out {run_dir} --resume")
+        else:
+            _err("interrupted before the first checkpoint; nothing to resume")
         return EXIT_INTERRUPTED
     wall = time.perf_counter() - t0
     _finish_run(run_dir, built, sol, wall)

@@ -363,8 +363,8 @@ def solve(problem, model=None, training: Training | None = None, *, precision: i
         result = run(
             asm.terms_fn, params, stages=training.stages, sample_fn=asm.sample_fn, key=key,
             weighting=weighting, resample_every=training.points.resample_every or None,
-            chunk=training.chunk or 500, checkpoint_dir=None if out_dir is None else
-            Path(out_dir) / "checkpoints", checkpoint_every=training.checkpoint_every,
+            chunk=training.chunk or 500, out_dir=out_dir,
+            checkpoint_every=training.checkpoint_every,
             resume=resume, evaluate=evaluate, eval_every=training.eval_every,
             progress=progress,
         )

@@ -70,3 +70,27 @@ def test_lid_driven_cavity_re100_matches_ghia():
     grid = np.stack(np.meshgrid(np.linspace(0.05, 0.95, 19), np.linspace(0.05, 0.95, 19)),
                     -1).reshape(-1, 2)
     assert abs(np.mean(sol.evaluate(grid)["p"])) < 0.05
+
+
+def test_stokes_taylor_hood_manufactured():
+    # a divergence-free velocity from a stream function; linear: one solve
+    u, v, p = pinn.fields("u v p")
+    psi = pinn.sin(pinn.pi * x) ** 2 * pinn.sin(pinn.pi * y) ** 2
+    ue, ve, pe = pinn.D(psi, y), -pinn.D(psi, x), pinn.cos(pinn.pi * x) * pinn.cos(pinn.pi * y)
+
+    def lap(f):
+        return pinn.laplacian(f, (x, y))
+
+    stokes = pinn.Problem(
+        pinn.Rectangle((0, 0), (1, 1)),
+        {"mx": -pinn.laplacian(u) + pinn.D(p, x) + lap(ue) - pinn.D(pe, x),
+         "my": -pinn.laplacian(v) + pinn.D(p, y) + lap(ve) - pinn.D(pe, y),
+         "mass": pinn.D(u, x) + pinn.D(v, y)},
+        {"walls": pinn.Dirichlet({u: 0, v: 0})}, exact={u: ue, v: ve, p: pe})
+    ns = [4, 8, 16]
+    sols = [fem.solve(stokes, cells=n, element="P2") for n in ns]
+    assert all(s.info["linear"] and s.info["newton_iterations"] == 1 for s in sols)
+    errs = [s.l2_error(stokes.exact) for s in sols]
+    slope = -np.polyfit(np.log(ns), np.log([e["u"] for e in errs]), 1)[0]
+    assert abs(slope - 3.0) < 0.15, errs                     # P2 velocity
+    assert errs[-1]["p"] < 5e-3 and errs[-1]["p"] < errs[-2]["p"] / 4   # P1 pressure

@@ -31,20 +31,17 @@ KEY = jax.random.key(0)
 
 HOLED = Rectangle((0, 0), (2, 1)) - Disk((1, 0.5), 0.25)  # a rectangle with a hole
 L_SHAPE = Rectangle((0, 0), (2, 2)) - Rectangle((1, 1), (2, 2))
+BLOB = (Disk((0, 0), 1) | Rectangle((0, -0.5), (2, 0.5))) & Disk((0.5, 0), 1.45)
+# one of each kind of boundary: end points, flat faces, sphere, ellipse, polygon given
+# clockwise, and CSG (a difference; a union inside an intersection)
 SHAPES = {
     "interval": Interval(-1, 2),
-    "rectangle": Rectangle((0, 0), (2, 1)),
     "box": Box((0, 0, 0), (1, 2, 0.5)),
-    "disk": Disk((0.5, -0.5), 0.7),
     "ball": Ball((0, 0, 1), 0.5),
     "ellipse": Ellipse((0, 0), (2, 0.5)),
-    "triangle": Triangle((0, 0), (2, 0), (0.5, 1)),
     "polygon_cw": Polygon([(0, 0), (0, 2), (1, 2), (1, 1), (2, 1), (2, 0)]),
-    "holed": HOLED,
     "L": L_SHAPE,
-    "lens": Disk((0, 0), 1) & Disk((1, 0), 1),
-    "blob": (Disk((0, 0), 1) | Rectangle((0, -0.5), (2, 0.5))) - Triangle(
-        (1.2, -0.2), (1.8, -0.2), (1.5, 0.3)),
+    "blob": BLOB,
 }
 
 
@@ -73,9 +70,8 @@ def _check(shape, key, n=400, h=1e-6):
 @pytest.fixture(scope="module")
 def checked():
     with jax.enable_x64(True):
-        out = jax.jit(lambda k: {name: _check(s, jax.random.fold_in(k, i))
-                                 for i, (name, s) in enumerate(SHAPES.items())})(KEY)
-        return jax.tree.map(np.asarray, out)
+        return {name: jax.tree.map(np.asarray, jax.jit(lambda k, s=s: _check(s, k))(
+            jax.random.fold_in(KEY, i))) for i, (name, s) in enumerate(SHAPES.items())}
 
 
 @pytest.mark.parametrize("name", list(SHAPES))
@@ -127,14 +123,10 @@ def test_boundary_length_fractions_of_csg_shapes():
     assert abs(np.mean(names == "piece1.left") - 1 / 8) < sigma(1 / 8)
     assert abs(np.mean(names == "piece0.left") - 2 / 8) < sigma(2 / 8)
     assert not np.any(np.isin(names, ["piece1.right", "piece1.top"]))
-    est = float(L_SHAPE.estimate_boundary_measure(KEY, 200_000))
-    assert abs(est - 8) / 8 < 0.01
     # union of two unit disks 1 apart: each keeps an arc of 240 degrees
     lens_union = Disk((0, 0), 1) | Disk((1, 0), 1)
     est = float(lens_union.estimate_boundary_measure(KEY, 200_000))
     assert abs(est - 8 * math.pi / 3) / (8 * math.pi / 3) < 0.01
-    part = np.asarray(lens_union.sample_boundary(KEY, n).part)
-    assert abs(np.mean(part == 0) - 0.5) < sigma(0.5)
     # coincident walls: a shared internal wall is dropped, a shared outer wall counted once
     side = Rectangle((0, 0), (1, 1)) | Rectangle((1, 0), (2, 1))
     assert abs(float(side.estimate_boundary_measure(KEY, 100_000)) - 6) < 0.06

@@ -54,7 +54,8 @@ def test_initial_with_rate_and_constraint():
         equations={"wave": pinn.D(u, t, 2) - 4 * pinn.D(u, x, 2)},
         conditions={
             "ends": pinn.Dirichlet(u, 0, on="boundary"),
-            "start": pinn.Initial(u, pinn.sin(pinn.pi * x), rate=2 * pinn.pi * pinn.sin(pinn.pi * x)),
+            "start": pinn.Initial(u, pinn.sin(pinn.pi * x),
+                                  rate=2 * pinn.pi * pinn.sin(pinn.pi * x)),
             "mean": pinn.Constraint(u - pinn.sin(pinn.pi * x) * (pinn.cos(2 * pinn.pi * t)
                                                              + pinn.sin(2 * pinn.pi * t))),
         },

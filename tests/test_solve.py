@@ -1,6 +1,5 @@
 """pinn.solve end to end at small sizes: error bounds after training, Solution API."""
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

@@ -159,8 +159,10 @@ def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
             stages=[Stage(Adam(lr=2.0, decay="cosine"), 200)],
             sample_fn=no_batch,
             key=jax.random.key(0),
-            chunk=20,
+            chunk=30,
             progress=True,
+            evaluate=lambda p: {"err": abs(float(p["p"]) - 0.5)},
+            eval_every=100,
         )
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
@@ -172,6 +174,31 @@ def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
     assert np.isfinite(result.history[-1]["loss"])
     assert abs(float(result.params["p"]) - 0.5) < 1e-2
     assert result.history[-1]["lr"] == pytest.approx(0.0, abs=1e-9)  # cosine decayed to 0
+    evaluated = [r["step"] for r in result.history if "eval.err" in r]
+    assert evaluated == [100, 200]  # chunks of 30 are cut at the evaluation steps
+    assert result.history[-1]["eval.err"] == abs(float(result.params["p"]) - 0.5)
+
+
+def aux_terms(params, batch):
+    del batch
+    p = params["p"]
+    return {"fit": (p - 1.0) ** 2}, {"p_squared": p**2}
+
+
+def test_aux_outputs_are_logged_not_minimised():
+    result = run(
+        aux_terms,
+        {"p": jnp.asarray(0.0)},
+        stages=[Stage(Adam(lr=0.1), 100)],
+        sample_fn=no_batch,
+        key=jax.random.key(0),
+        chunk=50,
+        progress=False,
+    )
+    last = result.history[-1]
+    assert abs(float(result.params["p"]) - 1.0) < 0.05  # p^2 was not minimised
+    assert last["aux.p_squared"] == pytest.approx(float(result.params["p"]) ** 2, rel=1e-6)
+    assert last["loss"] == pytest.approx(last["loss.fit"], rel=1e-7)
 
 
 def test_repeated_nan_stops_with_clear_error():

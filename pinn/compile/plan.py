@@ -141,3 +141,92 @@ def polarization(k: int, m: int) -> tuple[np.ndarray, np.ndarray, tuple[MultiInd
         for c, g in enumerate(gammas):
             a[r, c] = math.factorial(k) / factorial(g) * np.prod(v ** np.array(g))
     return dirs, np.linalg.inv(a), gammas
+
+
+# ---------------------------------------------------------------------------
+# the streams Taylor mode carries
+
+
+Combo = tuple[tuple[MultiIndex, float], ...]
+
+
+@dataclass(frozen=True)
+class StreamSet:
+    """The coefficient streams Taylor mode pushes through a network.
+
+    Stream 0 is the value.  An *explicit* stream is one normalized Taylor
+    coefficient ``d^g u / g!`` for ``g`` in the lower set ``explicit``.  A
+    *collapsed* stream (``combos``) is a fixed linear combination
+    ``sum_g v_g d^g u`` of derivatives whose multi-indices are maximal: no
+    other stream needs them, so only their sum has to travel through the
+    network (collapsed Taylor mode; e.g. the heat residual's
+    ``u_t - a u_xx - a u_yy`` is one stream instead of three).
+    """
+
+    explicit: IndexSet
+    combos: tuple[Combo, ...] = ()
+    # per stream (1..): ((multi_index, weight on the normalized coefficient), ...)
+    parts: tuple = field(init=False, repr=False, compare=False)
+    orders: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    pairs: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        S = self.explicit
+        parts = [((a, 1.0),) for a in S.indices]
+        for combo in self.combos:
+            if not combo:
+                raise ValueError("an empty collapsed stream")
+            row = []
+            for g, v in combo:
+                g = tuple(g)
+                if g in S.pos:
+                    raise ValueError(f"{g} is both an explicit and a collapsed derivative")
+                for i, k in enumerate(g):
+                    if k:
+                        pred = g[:i] + (k - 1,) + g[i + 1:]
+                        if pred not in S.pos:
+                            raise ValueError(
+                                f"collapsed derivative {g} needs its predecessor {pred} "
+                                "as an explicit stream"
+                            )
+                row.append((g, float(v) * factorial(g)))
+            parts.append(tuple(row))
+        pairs = []
+        for row in parts:
+            acc: dict[tuple[int, int], float] = {}
+            for g, w in row:
+                for i in range(1, S.size):
+                    a = S.indices[i]
+                    if a != g and all(x <= y for x, y in zip(a, g, strict=True)):
+                        b = tuple(y - x for x, y in zip(a, g, strict=True))
+                        j = S.pos[b]
+                        if j:
+                            acc[(i, j)] = acc.get((i, j), 0.0) + w
+            pairs.append(tuple((i, j, w) for (i, j), w in acc.items() if w != 0.0))
+        object.__setattr__(self, "parts", tuple(parts))
+        object.__setattr__(self, "orders", tuple(max(sum(g) for g, _ in r) for r in parts))
+        object.__setattr__(self, "pairs", tuple(pairs))
+
+    @property
+    def size(self) -> int:
+        return len(self.parts)
+
+    @property
+    def dim(self) -> int:
+        return self.explicit.dim
+
+    @property
+    def max_order(self) -> int:
+        return max(self.orders)
+
+    def input_direction(self, k: int) -> np.ndarray | None:
+        """Coefficient of stream ``k`` of the input ``x`` itself (a row of length ``dim``)."""
+        v = np.zeros(self.dim)
+        for g, w in self.parts[k]:
+            if sum(g) == 1:
+                v[g.index(1)] += w
+        return v if np.any(v) else None
+
+    def output_scale(self, k: int) -> float:
+        """Factor from stream ``k`` to the derivative (``g!`` explicit, 1 collapsed)."""
+        return float(factorial(self.explicit.indices[k])) if k < self.explicit.size else 1.0

@@ -30,7 +30,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
-from pinn.compile.plan import IndexSet
+from pinn.compile.plan import IndexSet, StreamSet
 
 __all__ = ["UnsupportedPrimitive", "taylor_derivatives", "taylor_series", "supported_primitives"]
 
@@ -87,6 +87,10 @@ def _sum(terms):
     return out
 
 
+def _scaled(w: float, v):
+    return v if w == 1.0 else w * v
+
+
 def _mul(a, b):
     if a is None or b is None:
         return None
@@ -94,15 +98,16 @@ def _mul(a, b):
 
 
 class _Ctx:
-    """The index set and cached tables for one interpretation."""
+    """The streams and cached tables for one interpretation."""
 
-    def __init__(self, index_set: IndexSet):
-        self.S = index_set
-        self.M = index_set.size - 1
-        self.K = index_set.max_order
-        # stream k (0-based) is S[k + 1]; tables in stream numbering
-        self.orders = index_set.orders[1:]
-        self.pairs = [tuple((i - 1, j - 1) for i, j in index_set.pairs[k + 1] if j > 0)
+    def __init__(self, streams: StreamSet):
+        self.S = streams
+        self.M = streams.size - 1
+        self.K = streams.max_order
+        # stream k (0-based) is stream k + 1 of the StreamSet; products only
+        # ever pair explicit streams (i, j >= 1), with a weight w
+        self.orders = streams.orders[1:]
+        self.pairs = [tuple((i - 1, j - 1, w) for i, j, w in streams.pairs[k + 1])
                       for k in range(self.M)]
 
     def series(self, p, c) -> Series | object:
@@ -120,9 +125,9 @@ class _Ctx:
         for k in range(self.M):
             terms = [mul(ap, bc[k]) if bc[k] is not None else None,
                      mul(ac[k], bp) if ac[k] is not None else None]
-            for i, j in self.pairs[k]:
+            for i, j, w in self.pairs[k]:
                 if ac[i] is not None and bc[j] is not None:
-                    terms.append(mul(ac[i], bc[j]))
+                    terms.append(_scaled(w, mul(ac[i], bc[j])))
             out.append(_sum(terms))
         return out
 
@@ -136,20 +141,19 @@ class _Ctx:
                 if self.orders[k] < m:
                     cur.append(None)
                     continue
+                terms = []
                 if m == 2:
                     # symmetric square: each unordered pair once
-                    terms = []
-                    for i, j in self.pairs[k]:
+                    for i, j, w in self.pairs[k]:
                         if i < j and h[i] is not None and h[j] is not None:
-                            terms.append(2.0 * (h[i] * h[j]))
+                            terms.append(_scaled(2.0 * w, h[i] * h[j]))
                         elif i == j and h[i] is not None:
-                            terms.append(h[i] * h[i])
-                    cur.append(_sum(terms))
+                            terms.append(_scaled(w, h[i] * h[i]))
                 else:
-                    cur.append(_sum(
-                        [_mul(h[i], prev[j]) for i, j in self.pairs[k]
-                         if self.orders[j] >= m - 1]
-                    ))
+                    for i, j, w in self.pairs[k]:
+                        if self.orders[j] >= m - 1 and h[i] is not None and prev[j] is not None:
+                            terms.append(_scaled(w, h[i] * prev[j]))
+                cur.append(_sum(terms))
             out.append(cur)
         return out
 
@@ -602,28 +606,28 @@ def _exp_log_pow(ctx: _Ctx, a, b):
 # entry points
 
 
-def taylor_series(apply: Callable, params, x, index_set: IndexSet) -> list:
-    """Normalized Taylor coefficients ``d^S[k] u / S[k]!`` of ``apply(params, x)`` at each row.
+def taylor_series(apply: Callable, params, x, streams: StreamSet | IndexSet) -> list:
+    """The streams of ``apply(params, x)`` at each row of ``x[N, d]``.
 
-    ``x`` is ``[N, d]`` with ``d == index_set.dim``; returns a list of
-    ``index_set.size`` arrays shaped like ``apply(params, x)``.
+    Stream ``k`` of an explicit multi-index ``g`` is the normalized
+    coefficient ``d^g u / g!``; a collapsed stream is its combination.
+    Returns a list of ``streams.size`` arrays shaped like ``apply(params, x)``.
     """
+    if isinstance(streams, IndexSet):
+        streams = StreamSet(streams)
     x = jnp.asarray(x)
-    if x.ndim != 2 or x.shape[-1] != index_set.dim:
+    if x.ndim != 2 or x.shape[-1] != streams.dim:
         raise ValueError(
-            f"Taylor mode expects points of shape [N, {index_set.dim}], got {tuple(x.shape)}"
+            f"Taylor mode expects points of shape [N, {streams.dim}], got {tuple(x.shape)}"
         )
-    ctx = _Ctx(index_set)
-    d = index_set.dim
-    streams = []
-    for alpha in index_set.indices[1:]:
-        if sum(alpha) == 1:
-            streams.append(jnp.asarray(np.eye(d)[[alpha.index(1)]], dtype=x.dtype))  # [1, d]
-        else:
-            streams.append(None)
+    ctx = _Ctx(streams)
+    inp = []
+    for k in range(1, streams.size):
+        v = streams.input_direction(k)
+        inp.append(None if v is None else jnp.asarray(v[None, :], dtype=x.dtype))  # [1, d]
     closed = jax.make_jaxpr(apply)(params, x)
     leaves = jax.tree_util.tree_leaves(params)
-    outs = _eval(ctx, closed.jaxpr, closed.consts, [*leaves, Series(x, streams)])
+    outs = _eval(ctx, closed.jaxpr, closed.consts, [*leaves, Series(x, inp)])
     if len(outs) != 1:
         raise ValueError(f"apply must return one array, got {len(outs)} outputs")
     out = outs[0]
@@ -633,14 +637,21 @@ def taylor_series(apply: Callable, params, x, index_set: IndexSet) -> list:
     return [out.p] + [out.full(k) for k in range(ctx.M)]
 
 
-def taylor_derivatives(apply: Callable, params, x, index_set: IndexSet,
+def taylor_derivatives(apply: Callable, params, x, streams: StreamSet | IndexSet,
                        alphas: Sequence[tuple[int, ...]] | None = None) -> dict:
-    """``{alpha: d^alpha apply(params, x)}`` for ``alpha`` in ``alphas`` (default: all of ``S``)."""
-    coeffs = taylor_series(apply, params, x, index_set)
-    alphas = index_set.indices if alphas is None else alphas
+    """``{alpha: d^alpha apply(params, x)}`` for the explicit multi-indices
+    ``alphas`` (default: all), plus ``{combo: sum_g v_g d^g apply}`` for each
+    collapsed stream ``combo`` of ``streams``."""
+    if isinstance(streams, IndexSet):
+        streams = StreamSet(streams)
+    coeffs = taylor_series(apply, params, x, streams)
+    S = streams.explicit
+    alphas = S.indices if alphas is None else alphas
     out = {}
     for a in alphas:
-        k = index_set.pos[tuple(a)]
-        f = math.prod(math.factorial(i) for i in a)
-        out[tuple(a)] = coeffs[k] if f == 1 else coeffs[k] * float(f)
+        k = S.pos[tuple(a)]
+        f = streams.output_scale(k)
+        out[tuple(a)] = coeffs[k] if f == 1.0 else coeffs[k] * f
+    for n, combo in enumerate(streams.combos):
+        out[combo] = coeffs[S.size + n]
     return out

@@ -543,6 +543,9 @@ def _on(ctx: _Ctx, c: S.ConditionSpec, path, domain, default="boundary"):
             return on
         return check(on, ppath)
     pred = ctx.expr(on, ppath, what="predicate")
+    if not isinstance(pred, (E.Compare, E.And, E.Or, E.Not)):
+        raise ctx.error(ppath, f"'{on}' is neither a boundary part nor a condition; write a part "
+                        f"name ({', '.join(known)}) or a comparison such as \"x == 0\"")
     bad = [n.name for n in _leaves(pred) if isinstance(n, E.Field)]
     if bad:
         raise ctx.error(ppath, "a predicate selects points by their coordinates; it cannot use "

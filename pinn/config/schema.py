@@ -568,7 +568,7 @@ class TrainingSpec(Strict):
     stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(
         default_factory=_default_stages)
     weighting: WeightingSpec = Field(default_factory=lambda: WeightingSpec(fixed=FixedArgs()))
-    chunk: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1_000_000)] = 500
+    chunk: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1_000_000)] = 100
     checkpoint_every: Every = 1000
     eval_every: Every = 1000
 

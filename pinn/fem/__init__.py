@@ -1,10 +1,27 @@
 """Classical finite-element baselines (scikit-fem) built from the same :class:`pinn.Problem`.
 
-``solve(problem, cells=..., element="P1"|"P2")`` translates the equations into
-a weak form (linear and semilinear/quasilinear second-order scalar equations,
-theta-method time stepping, steady incompressible Navier-Stokes with
-Taylor-Hood elements) and returns a :class:`FEMSolution`;
-``fem_reference(problem)`` caches a fine-mesh solution for use as a reference.
+``solve(problem, cells=..., element="P1"|"P2")`` reads the expanded equations
+(not the problem's name) and builds a weak form for
+
+- second-order equations linear in the second derivatives, with coefficients
+  that may depend on the coordinates, time and the solution's values:
+  Poisson, Helmholtz, diffusion-advection-reaction, semilinear (Allen-Cahn)
+  and quasilinear (``-div((1 + u^2) grad u)``, Burgers ``u u_x``) problems,
+  solved by Newton's method when nonlinear;
+- first order in time: the theta-method (Crank-Nicolson by default,
+  implicit Euler with ``theta=1``), one LU factorisation reused when the
+  operator does not change;
+- systems with one equation per field, e.g. steady incompressible
+  Navier-Stokes / Stokes ``(u, v, p)`` with Taylor-Hood P2-P1 elements (a field
+  that appears only differentiated, like the pressure, gets the lower degree
+  and, without Dirichlet data, zero mean);
+- Dirichlet, Neumann, Robin and periodic conditions on named parts or
+  predicates, and initial conditions.
+
+Anything else raises :class:`UnsupportedProblem` naming the term.  Meshes are
+built from the pinn geometries (:func:`build_mesh`) or passed as ``mesh=``.
+``fem_reference(problem)`` caches a fine-mesh solution on disk for use as
+``Problem.reference``.
 """
 
 from pinn.fem.mesh import build_mesh

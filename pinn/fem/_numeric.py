@@ -24,8 +24,14 @@ def evaluate_np(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0)
     """Evaluate ``e`` with NumPy; leaves come from ``env`` (keyed by node).
 
     Parameters fall back to their value.  The result may be a Python scalar
-    when ``e`` does not depend on any array in ``env``.
+    when ``e`` does not depend on any array in ``env``.  Floating-point
+    warnings are silenced: ``where(r > 0, f(r), 0)`` evaluates both branches.
     """
+    with np.errstate(all="ignore"):
+        return _evaluate(e, env, eq_tol)
+
+
+def _evaluate(e: E.Expr, env: Mapping[E.Expr, object], eq_tol: float):
     memo: dict[E.Expr, object] = {}
 
     def ev(node: E.Expr):

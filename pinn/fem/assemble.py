@@ -83,13 +83,16 @@ class Discretisation:
         self.gdofs = {f: self.bases[f].element_dofs + self.offsets[f] for f in fields}
         self._boundary = [self._boundary_data(bt) for bt in wf.boundary]
         self._dirichlet = [self._dirichlet_data(ds) for ds in wf.dirichlet]
+        self._build_periodic()
         fixed = [d for d, _, _ in self._dirichlet]
         self.pinned: dict[E.Field, int] = {}
         for f in sorted(wf.value_free, key=lambda f: fields.index(f)):
-            self.pinned[f] = self.offsets[f]  # pin the first dof; mean-zero afterwards
-            fixed.append(np.array([self.offsets[f]]))
+            dof = int(self.master[self.offsets[f]])  # pin one dof; mean-zero afterwards
+            self.pinned[f] = dof
+            fixed.append(np.array([dof]))
         self.fixed = np.unique(np.concatenate(fixed)) if fixed else np.zeros(0, dtype=np.int64)
         self.free = np.setdiff1d(np.arange(self.N), self.fixed)
+        self._build_reduction()
         self._build_pattern()
         bad = [ds.name for ds, (dofs, _, _) in zip(wf.dirichlet, self._dirichlet, strict=True)
                if dofs.size == 0]
@@ -141,10 +144,12 @@ class Discretisation:
         p = self.problem
         for dofs, pts, value in self._dirichlet:
             if dofs.size:
-                U[dofs] = evaluate_points(value, p.spatial, pts, t=t, time_coord=p.time_coord)
+                vals = evaluate_points(value, p.spatial, pts, t=t, time_coord=p.time_coord)
+                U[dofs] = vals
+                U[self.master[dofs]] = vals      # a periodic image takes the same value
         for _, dof in self.pinned.items():
             U[dof] = 0.0
-        return U
+        return self.enforce(U)
 
     def interpolate(self, exprs: dict[E.Field, E.Expr], t: float | None = None) -> np.ndarray:
         """Nodal interpolation of field expressions (e.g. initial conditions)."""
@@ -154,7 +159,7 @@ class Discretisation:
             b = self.bases[f]
             U[self.offsets[f]: self.offsets[f] + b.N] = evaluate_points(
                 ex, p.spatial, b.doflocs.T, t=t, time_coord=p.time_coord)
-        return U
+        return self.enforce(U)
 
     def split(self, U: np.ndarray) -> dict[E.Field, np.ndarray]:
         return {f: U[self.offsets[f]: self.offsets[f] + self.bases[f].N] for f in self.fields}
@@ -244,11 +249,79 @@ class Discretisation:
         self._fixed_data = np.nonzero(fixed_row[rows])[0]
         self._fixed_diag = self._diag_pos[self.fixed]
 
+    # -- periodic conditions -----------------------------------------------------
+    def _build_periodic(self) -> None:
+        """``master[i]``: the dof that dof ``i`` copies (itself unless periodic)."""
+        master = np.arange(self.N)
+        for name, fields, (a, b) in self.wf.periodic:
+            fa, fb = self._facets(a), self._facets(b)
+            for f in fields:
+                basis, off = self.bases[f], self.offsets[f]
+                da = np.unique(basis.get_dofs(fa).all()) if fa.size else np.zeros(0, int)
+                db = np.unique(basis.get_dofs(fb).all()) if fb.size else np.zeros(0, int)
+                if da.size == 0 or da.size != db.size:
+                    raise UnsupportedProblem(
+                        f"{self.problem.name}, condition {name!r}: the parts {a!r} and {b!r} "
+                        f"carry {da.size} and {db.size} dofs of {f.name}; periodic conditions "
+                        "need matching meshes on both parts (intervals, rectangles, boxes)")
+                pa, pb = basis.doflocs[:, da].T, basis.doflocs[:, db].T
+                shift = pb.min(axis=0) - pa.min(axis=0)
+                from scipy.spatial import cKDTree
+
+                dist, idx = cKDTree(pb).query(pa + shift)
+                scale = float(np.max(np.ptp(self.mesh.p, axis=1)))
+                if np.max(dist) > 1e-8 * scale:
+                    raise UnsupportedProblem(
+                        f"{self.problem.name}, condition {name!r}: the dofs on {b!r} are not a "
+                        f"translate of those on {a!r} (mismatch {np.max(dist):.3g}); periodic "
+                        "conditions need matching meshes")
+                master[db[idx] + off] = da + off
+        for _ in range(4):  # corners of doubly periodic boxes map through two pairs
+            master = master[master]
+        self.master = master
+        self.periodic = bool(np.any(master != np.arange(self.N)))
+
+    def _build_reduction(self) -> None:
+        """Prolongation ``P`` from the unknowns (one per periodic class) to all dofs."""
+        if not self.periodic:
+            return
+        reps, red = np.unique(self.master, return_inverse=True)
+        self._P = sp.csr_matrix((np.ones(self.N), (np.arange(self.N), red)),
+                                shape=(self.N, len(reps)))
+        self._PT = self._P.T.tocsr()
+        fixed_r = np.unique(red[self.fixed])
+        free_r = np.ones(len(reps), dtype=bool)
+        free_r[fixed_r] = False
+        self._fixed_r, self._free_r = fixed_r, np.nonzero(free_r)[0]
+        self._keep_r = sp.diags(free_r.astype(np.float64))
+        self._eye_fixed_r = sp.diags((~free_r).astype(np.float64))
+
+    def enforce(self, U: np.ndarray) -> np.ndarray:
+        """Copy master values onto periodic slaves."""
+        return U[self.master] if self.periodic else U
+
+    def residual_norm(self, r: np.ndarray) -> float:
+        """The norm of the residual on the unknowns (free and, if periodic, reduced)."""
+        if self.periodic:
+            return float(np.linalg.norm((self._PT @ r)[self._free_r]))
+        return float(np.linalg.norm(r[self.free]))
+
     def matrix(self, data: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.N, self.N))
 
     def factor(self, data: np.ndarray):
         """LU of the matrix with identity rows at the fixed dofs; ``solve(rhs)`` -> dU."""
+        if self.periodic:
+            A = self._keep_r @ (self._PT @ self.matrix(data) @ self._P) + self._eye_fixed_r
+            lu_r = spla.splu(A.tocsc())
+            P, PT, fixed_r = self._P, self._PT, self._fixed_r
+
+            def solve_r(rhs: np.ndarray) -> np.ndarray:
+                b = PT @ rhs
+                b[fixed_r] = 0.0
+                return P @ lu_r.solve(b)
+
+            return solve_r
         d = data.copy()
         d[self._fixed_data] = 0.0
         d[self._fixed_diag] = 1.0

@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 
 from pinn.fem.solution import FEMSolution
@@ -18,8 +19,8 @@ _FORMAT = "pinn.fem.reference/1"
 
 def cache_dir() -> Path:
     """``$PINN_CACHE`` or ``~/.cache/pinn``."""
-    root = os.environ.get("PINN_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "pinn"
+    root = os.environ.get("PINN_CACHE") or "~/.cache/pinn"
+    return Path(root).expanduser()
 
 
 def problem_key(problem, settings: dict) -> str:
@@ -70,6 +71,10 @@ def fem_reference(problem, *, cells: int | None = None, h: float | None = None,
     sol = solve(problem, cells=cells, h=h, refine=refine, element=element, dt=dt, theta=theta,
                 **solve_kwargs)
     if cache:
-        sol.save(where)
-        log.info("FEM reference for %s stored in %s", problem.name, where)
+        try:
+            sol.save(where)
+            log.info("FEM reference for %s stored in %s", problem.name, where)
+        except OSError as err:
+            warnings.warn(f"could not cache the FEM reference of {problem.name} in {where}: "
+                          f"{err}; set PINN_CACHE to a writable folder", stacklevel=2)
     return sol

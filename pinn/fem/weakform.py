@@ -243,6 +243,7 @@ class WeakForm:
     depends_on_time: bool                  # coefficients or sources depend on t
     operator_depends_on_time: bool         # the Jacobian (or mass) depends on t
     value_free: set[E.Field]               # fields that appear only differentiated
+    periodic: list[tuple[str, tuple[E.Field, ...], tuple[str, str]]] = field(default_factory=list)
 
     @property
     def fields(self) -> tuple[E.Field, ...]:
@@ -421,7 +422,7 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
         ))
 
     by_test = {f.test: f for f in forms}
-    bterms, dirichlet, initial = _conditions(problem, jets, by_test)
+    bterms, dirichlet, initial, periodic = _conditions(problem, jets, by_test)
 
     # -- element degrees: Taylor-Hood when some field only appears differentiated
     constrained = [f for f in fields if f not in diffused_any]
@@ -478,7 +479,7 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
     if problem.is_evolution:
         value_free = set()
     return WeakForm(jets, forms, bterms, dirichlet, initial, deg, linear, time_dep, op_time,
-                    value_free)
+                    value_free, periodic)
 
 
 def _jet_term(s: E.Coord) -> str:
@@ -495,6 +496,7 @@ def _conditions(problem, jets: Jets, by_test: dict[E.Field, EquationForm]):
     bterms: list[BoundaryTerm] = []
     dirichlet: list[DirichletSpec] = []
     initial: dict[E.Field, E.Expr] = {}
+    periodic: list = []
     d = jets.dim
 
     def flux_coefficient(name: str, f: E.Field) -> E.Expr:
@@ -533,8 +535,7 @@ def _conditions(problem, jets: Jets, by_test: dict[E.Field, EquationForm]):
             expr = calculus.mul(coef, jets.to_jets(problem.expand(c.value)))
             bterms.append(BoundaryTerm(name, c.field, c.on, Integrand.build(expr, jets, 0)))
         elif isinstance(c, C.Robin):
-            b_num = calculus._num(c.b)
-            if b_num == 0:
+            if _is_zero(_simplify(problem.expand(c.b))):
                 dirichlet.append(DirichletSpec(name, c.field, calculus.div(c.value, c.a), c.on))
                 continue
             coef = flux_coefficient(name, c.field)
@@ -552,10 +553,7 @@ def _conditions(problem, jets: Jets, by_test: dict[E.Field, EquationForm]):
                 warnings.warn(f"{problem.name}, condition {name!r}: initial rates are ignored "
                               "by the FEM baseline (first order in time)", stacklevel=4)
         elif isinstance(c, C.Periodic):
-            raise UnsupportedProblem(
-                f"{problem.name}, condition {name!r}: periodic conditions are not supported by "
-                "the FEM baseline; use Dirichlet/Neumann/Robin conditions"
-            )
+            periodic.append((name, tuple(c.fields), tuple(c.pair)))
         elif isinstance(c, C.Constraint):
             raise UnsupportedProblem(
                 f"{problem.name}, condition {name!r}: a Constraint ({c.expr} = 0) is not "
@@ -582,4 +580,4 @@ def _conditions(problem, jets: Jets, by_test: dict[E.Field, EquationForm]):
                 f"{problem.name}, condition {b.name!r}: the boundary value depends on "
                 "derivatives of the solution; only values are supported there"
             )
-    return bterms, dirichlet, initial
+    return bterms, dirichlet, initial, periodic

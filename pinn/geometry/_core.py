@@ -61,6 +61,7 @@ class Piece:
     accept: Callable | None = None
     leaf: int = 0
     group: int = 0
+    affine: tuple | None = None  # (origin[dim], axes[pdim, dim], normal[dim]): flat pieces
 
     def restrict(self, keep: Callable, *, flip: bool = False) -> Piece:
         """Keep only points where ``keep(x, n, tol)``; ``flip`` reverses the normals."""
@@ -124,22 +125,38 @@ def propose(spec: Spec, u):
         idx = jnp.minimum(idx, len(pieces) - 1).astype(jnp.int32)
         loc0 = jnp.clip((s - jnp.asarray(start, dt)[idx]) / jnp.asarray(frac, dt)[idx], 0.0, 1.0)
         loc = jnp.concatenate([loc0[:, None], u[:, 1: spec.pdim]], axis=1)[:, : spec.pdim]
-    ar = jnp.arange(m)
-    xs = [p.map(loc) for p in pieces]
-    x = jnp.stack(xs)[idx, ar] if len(xs) > 1 else xs[0]
-    normals = None
-    if spec.boundary:
-        ns = [p.normal(xi) for p, xi in zip(pieces, xs, strict=True)]
-        normals = jnp.stack(ns)[idx, ar] if len(ns) > 1 else ns[0]
+    # flat pieces (faces, edges, end points) all at once by gathering their
+    # affine maps; curved pieces one by one, selected with `where`
+    flat = [j for j, p in enumerate(pieces) if p.affine is not None]
+    curved = [j for j, p in enumerate(pieces) if p.affine is None]
+    x = normals = None
+    if flat:
+        pos = np.zeros(len(pieces), np.int32)
+        pos[flat] = np.arange(len(flat))
+        ia = jnp.asarray(pos)[idx]
+        origin = jnp.asarray(np.stack([pieces[j].affine[0] for j in flat]), dt)[ia]
+        x = origin
+        if spec.pdim:
+            axes = jnp.asarray(np.stack([pieces[j].affine[1] for j in flat]), dt)[ia]
+            x = origin + jnp.einsum("mk,mkd->md", loc, axes)
+        if spec.boundary:
+            normals = jnp.asarray(np.stack([pieces[j].affine[2] for j in flat]), dt)[ia]
+    for j in curved:
+        xj = pieces[j].map(loc)
+        nj = pieces[j].normal(xj) if spec.boundary else None
+        if x is None:
+            x, normals = xj, nj
+        else:
+            sel = (idx == j)[:, None]
+            x = jnp.where(sel, xj, x)
+            if spec.boundary:
+                normals = jnp.where(sel, nj, normals)
     ok = None
     if any(p.accept is not None for p in pieces):
-        oks = []
+        ok = jnp.ones((m,), bool)
         for j, p in enumerate(pieces):
-            if p.accept is None:
-                oks.append(jnp.ones((m,), bool))
-            else:
-                oks.append(p.accept(xs[j], ns[j] if spec.boundary else None, spec.tol))
-        ok = jnp.stack(oks)[idx, ar] if len(oks) > 1 else oks[0]
+            if p.accept is not None:
+                ok = jnp.where(idx == j, p.accept(x, normals, spec.tol), ok)
     if spec.accept is not None:
         leaf = jnp.asarray(np.array([p.leaf for p in pieces], np.int32))[idx]
         a = spec.accept(x, normals, leaf, spec.tol)

@@ -384,7 +384,7 @@ class Shape(Domain):
         """Primitives in the CSG tree (1 for a primitive)."""
         return 1
 
-    def _accept_leaf(self, x, n, leaf, tol):
+    def _accept_leaf(self, x, n, leaf, tol, closed=False):
         """CSG: does boundary point ``x`` of primitive ``leaf`` (normal ``n``) lie on the
         boundary of this shape?  ``None`` (no restriction) for primitives."""
         return None
@@ -422,7 +422,7 @@ def piece_mask(owner, pieces, x, tol):
     mask = jnp.zeros(x.shape[:-1], bool)
     for p in pieces:
         m = p.on(x, tol)
-        acc = owner._accept_leaf(x, p.normal(x), p.leaf, tol)
+        acc = owner._accept_leaf(x, p.normal(x), p.leaf, tol, True)
         mask = mask | (m if acc is None else m & acc)
     return mask
 

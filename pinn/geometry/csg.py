@@ -70,7 +70,7 @@ class _CSG(Shape):
         pa, la, ga = self.a._raw_boundary(leaf, group)
         pb, lb, gb = self.b._raw_boundary(leaf + la, group + ga)
         if isinstance(self, Difference):
-            pb = [replace(p, normal=_negated(p.normal)) for p in pb]
+            pb = [_flipped(p) for p in pb]
         return pa + pb, la + lb, ga + gb
 
     def _boundary_pieces(self):
@@ -81,24 +81,30 @@ class _CSG(Shape):
         return [p if len(groups[p.name]) == 1 else replace(p, name=f"piece{p.group}.{p.name}")
                 for p in pieces]
 
-    def _accept_leaf(self, x, n, leaf, tol):
-        """Rules of :mod:`pinn.geometry.csg`, applied from this node down to the leaf."""
+    def _accept_leaf(self, x, n, leaf, tol, closed=False):
+        """Rules of :mod:`pinn.geometry.csg`, applied from this node down to the leaf.
+
+        ``closed=False`` (sampling): every stretch of boundary is produced by one
+        piece only.  ``closed=True`` (masks): a point where pieces meet is on
+        both; only walls inside the shape are excluded.
+        """
         na = self.a._n_leaves()
-        keep_a, keep_b = self._keep()
+        keep_a, keep_b = self._keep(closed)
         nb = -n if isinstance(self, Difference) else n  # the normal as b itself sees it
 
         def side_a():
-            return _both(keep_a(x, n, tol), self.a._accept_leaf(x, n, leaf, tol))
+            return _both(keep_a(x, n, tol), self.a._accept_leaf(x, n, leaf, tol, closed))
 
         def side_b():
-            return _both(keep_b(x, n, tol), self.b._accept_leaf(x, nb, leaf - na, tol))
+            return _both(keep_b(x, n, tol),
+                         self.b._accept_leaf(x, nb, leaf - na, tol, closed))
 
         if isinstance(leaf, int):  # static: one branch
             return side_a() if leaf < na else side_b()
         return jnp.where(leaf < na, side_a(), side_b())
 
     # -- rules (overridden) ------------------------------------------------------
-    def _keep(self):  # pragma: no cover - interface
+    def _keep(self, closed: bool):  # pragma: no cover - interface
         raise NotImplementedError
 
 
@@ -106,22 +112,33 @@ def _both(a, b):
     return a if b is None else a & b
 
 
-def _negated(f):
-    return lambda x: -f(x)
+def _flipped(p: Piece) -> Piece:
+    """The piece with its normals reversed (the subtracted operand of a difference)."""
+    f = p.normal
+    affine = None if p.affine is None else (p.affine[0], p.affine[1], -p.affine[2])
+    return replace(p, normal=lambda x: -f(x), affine=affine)
 
 
-def _out(s: Shape, x, tol):
-    return s._sdf(x) > tol
+def _rule(s: Shape, x, n, tol, *, outside: bool, wall: float, closed: bool):
+    """Keep a boundary point ``x`` (normal ``n``) of one operand, tested against ``s``.
 
-
-def _in(s: Shape, x, tol):
-    return s._sdf(x) < -tol
-
-
-def _coincident(s: Shape, x, n, tol, sign: float):
-    """On the boundary of ``s`` with normal ``sign * n`` (same: +1, opposite: -1)."""
-    on = jnp.abs(s._sdf(x)) <= tol
-    return on & (sign * jnp.sum(n * s._outward(x), -1) > _SAME)
+    ``outside``: keep points outside ``s`` (else inside).  On the boundary of
+    ``s`` (within ``tol``), the point is kept when the normals point the same
+    way as ``wall * n`` (``wall = +1``: the same direction, ``-1``: opposite).
+    ``closed=False``: strictly outside / inside, plus those coincident walls
+    (``wall = 0``: none); ``closed=True``: outside / inside or on ``s``, minus
+    the walls of the other direction.
+    """
+    d = s._sdf(x)
+    if not closed and wall == 0:
+        return d > tol if outside else d < -tol
+    on = jnp.abs(d) <= tol
+    cos = jnp.sum(n * s._outward(x), -1)
+    if not closed:
+        side = d > tol if outside else d < -tol
+        return side | (on & (wall * cos > _SAME))
+    side = d >= -tol if outside else d <= tol
+    return side & ~(on & (-wall * cos > _SAME))
 
 
 @dataclass(frozen=True)
@@ -146,14 +163,15 @@ class Union(_CSG):
         pick = (self.a._sdf(x) <= self.b._sdf(x))[..., None]
         return jnp.where(pick, self.a._outward(x), self.b._outward(x))
 
-    def _keep(self):
+    def _keep(self, closed: bool):
         a, b = self.a, self.b
 
         def keep_a(x, n, tol):
-            return _out(b, x, tol) | _coincident(b, x, n, tol, 1.0)
+            return _rule(b, x, n, tol, outside=True, wall=1.0, closed=closed)
 
-        def keep_b(x, n, tol):
-            return _out(a, x, tol)
+        def keep_b(x, n, tol):  # shared walls of the same direction come from a
+            return _rule(a, x, n, tol, outside=True, wall=0.0 if not closed else 1.0,
+                         closed=closed)
 
         return keep_a, keep_b
 
@@ -194,14 +212,15 @@ class Intersection(_CSG):
         pick = (self.a._sdf(x) >= self.b._sdf(x))[..., None]
         return jnp.where(pick, self.a._outward(x), self.b._outward(x))
 
-    def _keep(self):
+    def _keep(self, closed: bool):
         a, b = self.a, self.b
 
         def keep_a(x, n, tol):
-            return _in(b, x, tol) | _coincident(b, x, n, tol, 1.0)
+            return _rule(b, x, n, tol, outside=False, wall=1.0, closed=closed)
 
         def keep_b(x, n, tol):
-            return _in(a, x, tol)
+            return _rule(a, x, n, tol, outside=False, wall=0.0 if not closed else 1.0,
+                         closed=closed)
 
         return keep_a, keep_b
 
@@ -238,14 +257,15 @@ class Difference(_CSG):
         pick = (self.a._sdf(x) >= -self.b._sdf(x))[..., None]
         return jnp.where(pick, self.a._outward(x), -self.b._outward(x))
 
-    def _keep(self):
+    def _keep(self, closed: bool):
         a, b = self.a, self.b
 
-        def keep_a(x, n, tol):
-            return _out(b, x, tol) | _coincident(b, x, n, tol, -1.0)
+        def keep_a(x, n, tol):  # b touching a from outside leaves a's wall
+            return _rule(b, x, n, tol, outside=True, wall=-1.0, closed=closed)
 
-        def keep_b(x, n, tol):  # n is already flipped (normal of the result)
-            return _in(a, x, tol)
+        def keep_b(x, n, tol):  # n is already flipped (the normal of the result)
+            return _rule(a, x, n, tol, outside=False, wall=0.0 if not closed else 1.0,
+                         closed=closed)
 
         return keep_a, keep_b
 
@@ -271,7 +291,8 @@ def _maybe_bbox(shape: Shape, pieces: list[Piece]) -> list[Piece]:
     def inside(x, n, tol):
         return shape._contains(x, 0.0)
 
-    return [Piece(None, box, shape.dim, f, accept=inside)]
+    return [Piece(None, box, shape.dim, f, accept=inside,
+                  affine=(lo, np.diag(hi - lo), np.zeros(shape.dim)))]
 
 
 @dataclass(frozen=True)
@@ -325,8 +346,8 @@ class Renamed(Shape):
     def _n_leaves(self) -> int:
         return self.shape._n_leaves()
 
-    def _accept_leaf(self, x, n, leaf, tol):
-        return self.shape._accept_leaf(x, n, leaf, tol)
+    def _accept_leaf(self, x, n, leaf, tol, closed=False):
+        return self.shape._accept_leaf(x, n, leaf, tol, closed)
 
     def _boundary_pieces(self):
         m = dict(self.names)

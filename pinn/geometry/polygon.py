@@ -207,6 +207,7 @@ class Polygon(Shape):
             pieces.append(Piece(
                 f"side{i}", float(np.linalg.norm(b - a)), 1, _edge_map(a, b),
                 normal=_const_normal(normals[i]), on=_edge_on(a, b),
+                affine=(a, (b - a)[None, :], normals[i]),
             ))
         return pieces
 

@@ -109,7 +109,8 @@ class _BoxLike(Shape):
 
     def _interior_pieces(self):
         lo, hi = self._lo, self._hi
-        return [Piece(None, self.measure, self.dim, lambda u: lo + u * (hi - lo))]
+        return [Piece(None, self.measure, self.dim, lambda u: lo + u * (hi - lo),
+                      affine=(lo, np.diag(hi - lo), np.zeros(self.dim)))]
 
     def _boundary_pieces(self):
         lo, hi, d = self._lo, self._hi, self.dim
@@ -118,11 +119,19 @@ class _BoxLike(Shape):
             others = [j for j in range(d) if j != axis]
             area = float(np.prod([hi[j] - lo[j] for j in others])) if others else 1.0
             for side, value in ((0, lo[axis]), (1, hi[axis])):
+                origin = lo.copy()
+                origin[axis] = value
+                axes = np.zeros((d - 1, d))
+                for k, j in enumerate(others):
+                    axes[k, j] = hi[j] - lo[j]
+                normal = np.zeros(d)
+                normal[axis] = 1.0 if side else -1.0
                 pieces.append(Piece(
                     _FACE_NAMES[axis][side], area, d - 1,
                     _face_map(lo, hi, axis, value, others),
-                    normal=_face_normal(d, axis, 1.0 if side else -1.0),
+                    normal=_face_normal(d, axis, normal[axis]),
                     on=_face_on(lo, hi, axis, value, others),
+                    affine=(origin, axes, normal),
                 ))
         return pieces
 

@@ -15,7 +15,13 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pinn.nets._layers import Buffer, check_input, check_positive_int, default_dtype
+from pinn.nets._layers import (
+    Buffer,
+    check_input,
+    check_positive_int,
+    default_dtype,
+    standard_normal,
+)
 
 
 def _bounds_arrays(bounds, d_in: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,7 +118,8 @@ class FourierFeatures(nnx.Module):
         dtype = default_dtype(dtype)
         self.d_in = d_in
         self.d_out = 2 * features
-        self.B = Buffer(scale * jax.random.normal(rngs.params(), (d_in, features), dtype))
+        B = scale * standard_normal(rngs.params(), (d_in, features), dtype)
+        self.B = Buffer(jnp.asarray(B, dtype))
 
     def __call__(self, x: jax.Array) -> jax.Array:
         z = x @ self.B[...]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 Activation = str | Callable[[jax.Array], jax.Array]
@@ -64,6 +67,41 @@ def check_input(x: jax.Array, d_in: int, who: str) -> None:
         )
 
 
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _draw(key: jax.Array, size: int, dtype: np.dtype, truncated: bool) -> jax.Array:
+    if truncated:
+        return jax.random.truncated_normal(key, -2.0, 2.0, (size,), dtype)
+    return jax.random.normal(key, (size,), dtype)
+
+
+def standard_normal(key: jax.Array, shape: tuple[int, ...], dtype, *, truncated: bool = False):
+    """``N(0, 1)`` draws (truncated to ``[-2, 2]`` if asked) of any shape.
+
+    XLA compiles a random kernel for every new shape, and on small CPUs those
+    compiles dominate the time to build a network. Drawing a power-of-two size
+    (at least 256) and cutting it to shape needs one kernel per size bucket.
+    With a concrete key the result is a numpy array (so the arithmetic of the
+    initialisers compiles nothing either); under tracing it is a traced array.
+    """
+    n = math.prod(shape)
+    size = max(256, 1 << max(n - 1, 0).bit_length())
+    flat = _draw(key, size, np.dtype(dtype), truncated)
+    if isinstance(flat, jax.core.Tracer):
+        return flat[:n].reshape(shape)
+    return np.asarray(flat)[:n].reshape(shape)
+
+
+def _xp(a):
+    return np if isinstance(a, np.ndarray) else jnp
+
+
+def glorot_normal(key: jax.Array, d_in: int, d_out: int, dtype):
+    """Glorot/Xavier normal ``[d_in, d_out]``: truncated normal with variance ``2/(d_in+d_out)``
+    (as ``jax.nn.initializers.glorot_normal``)."""
+    std = math.sqrt(2.0 / (d_in + d_out)) / 0.87962566103423978  # std of N(0,1) on [-2, 2]
+    return standard_normal(key, (d_in, d_out), dtype, truncated=True) * std
+
+
 class Dense(nnx.Module):
     """``y = x W + b`` with Glorot-normal ``W`` and zero ``b``.
 
@@ -83,16 +121,16 @@ class Dense(nnx.Module):
         rngs: nnx.Rngs,
     ):
         dtype = default_dtype(dtype)
-        w = jax.nn.initializers.glorot_normal()(rngs.params(), (d_in, d_out), dtype)
-        self.bias = nnx.Param(jnp.zeros((d_out,), dtype))
+        w = glorot_normal(rngs.params(), d_in, d_out, dtype)
+        self.bias = nnx.Param(jnp.asarray(np.zeros((d_out,), dtype)))
         if rwf is None:
             self.log_scale = nnx.data(None)
-            self.kernel = nnx.Param(w)
+            self.kernel = nnx.Param(jnp.asarray(w, dtype))
         else:
             mean, std = rwf
-            s = mean + std * jax.random.normal(rngs.params(), (d_out,), dtype)
-            self.log_scale = nnx.Param(s)
-            self.kernel = nnx.Param(w / jnp.exp(s))
+            s = mean + std * standard_normal(rngs.params(), (d_out,), dtype)
+            self.log_scale = nnx.Param(jnp.asarray(s, dtype))
+            self.kernel = nnx.Param(jnp.asarray(w / _xp(s).exp(s), dtype))
 
     def weight(self) -> jax.Array:
         """The effective kernel ``W`` (``V · diag(exp(s))`` under RWF)."""

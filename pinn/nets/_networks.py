@@ -145,7 +145,7 @@ class PirateBlock(nnx.Module):
         self.dense_1 = Dense(d, width, rwf=rwf, dtype=dtype, rngs=rngs)
         self.dense_2 = Dense(width, width, rwf=rwf, dtype=dtype, rngs=rngs)
         self.dense_3 = Dense(width, d, rwf=rwf, dtype=dtype, rngs=rngs)
-        self.alpha = nnx.Param(jnp.zeros((), default_dtype(dtype)))
+        self.alpha = nnx.Param(jnp.asarray(0.0, default_dtype(dtype)))
 
     def __call__(self, x: jax.Array, u: jax.Array, v: jax.Array) -> jax.Array:
         z = gate(self.activation(self.dense_1(x)), u, v)

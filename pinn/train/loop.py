@@ -170,6 +170,11 @@ def _float(x: Any) -> float:
     return float(np.asarray(x))
 
 
+def _float_or_none(x: Any) -> float | None:
+    value = _float(x)
+    return value if math.isfinite(value) else None
+
+
 def _scalar_leaves(prefix: str, tree: Any) -> dict[str, float]:
     """Flat ``{prefix.name: float}`` from a dict of scalars (arrays of size 1 included)."""
     out = {}
@@ -335,11 +340,13 @@ def _chunk_program(spec: _Program) -> Callable:
             "batch": batch,
             "step": step + 1,
         }
-        return new, jnp.isfinite(loss) & _all_finite(grads)
+        # non-finite gradients show in the parameters, checked at the chunk's end
+        return new, jnp.isfinite(loss), optax.tree.norm(grads)
 
     def lbfgs_step(state):
         def skip(state):
-            return {**state, "step": state["step"] + 1}, jnp.asarray(True)
+            nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
+            return {**state, "step": state["step"] + 1}, jnp.asarray(True), nan
 
         def do(state):
             p, opt, batch = state["params"], state["opt"], state["batch"]
@@ -369,7 +376,7 @@ def _chunk_program(spec: _Program) -> Callable:
                 "status": status,
                 "status_step": jnp.where(accept, state["status_step"], state["step"]),
             }
-            return new, jnp.isfinite(value)
+            return new, jnp.isfinite(value), gnorm.astype(state["lr_scale"].dtype)
 
         return jax.lax.cond(state["status"] != _RUNNING, skip, do, state)
 
@@ -380,15 +387,17 @@ def _chunk_program(spec: _Program) -> Callable:
 
     def chunk_fn(state, n, stage_start):
         def body(_, carry):
-            state, finite = carry
-            state, ok = step_fn(state)
-            return state, finite & ok
+            state, finite, gnorm = carry
+            state, ok, step_gnorm = step_fn(state)
+            # the gradient norm of the last step taken (skipped L-BFGS steps keep it)
+            gnorm = jnp.where(jnp.isnan(step_gnorm), gnorm, step_gnorm.astype(gnorm.dtype))
+            return state, finite & ok, gnorm
 
-        state, finite = jax.lax.fori_loop(0, n, body, (state, jnp.asarray(True)))
+        gnorm0 = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
+        state, finite, gnorm = jax.lax.fori_loop(0, n, body, (state, jnp.asarray(True), gnorm0))
+        # the terms at the final parameters: a forward pass only (no second backward graph)
         w = state["weights"]["weights"]
-        (loss, (terms, aux)), grads = jax.value_and_grad(weighted, has_aux=True)(
-            state["params"], state["batch"], w
-        )
+        loss, (terms, aux) = weighted(state["params"], state["batch"], w)
         finite = finite & jnp.isfinite(loss) & _all_finite(state["params"])
         p = state["params"]
         report = {
@@ -396,7 +405,7 @@ def _chunk_program(spec: _Program) -> Callable:
             "terms": terms,
             "aux": aux,
             "weights": w,
-            "grad_norm": optax.tree.norm(grads),
+            "grad_norm": gnorm,
             "finite": finite,
             "pde": p.get("pde", {}) if isinstance(p, Mapping) else {},
             "status": state["status"],
@@ -514,8 +523,10 @@ def run(
         )
     names = list(terms_shape)
     dtype = jnp.result_type(*[s.dtype for s in terms_shape.values()])
-    param_dtypes = {jnp.asarray(x).dtype for x in jax.tree.leaves(params)}
-    if dtype == jnp.float64 and jnp.float32 in param_dtypes:
+    param_dtypes = {
+        np.dtype(getattr(x, "dtype", np.asarray(x).dtype)) for x in jax.tree.leaves(params)
+    }
+    if dtype == np.float64 and np.dtype(np.float32) in param_dtypes:
         warnings.warn(
             "run: the loss is float64 but some parameters are float32; build the model inside "
             "jax.enable_x64(True) so that all parameters are float64.",
@@ -642,8 +653,8 @@ def run(
         row.update(_scalar_leaves("aux", report["aux"]))
         row.update(
             {
-                "lr": _float(report["lr"]),
-                "grad_norm": _float(report["grad_norm"]),
+                "lr": _float_or_none(report["lr"]),
+                "grad_norm": _float_or_none(report["grad_norm"]),
                 "time": round(elapsed(), 4),
             }
         )
@@ -740,7 +751,7 @@ def run(
                                 if status
                                 else ends[stage_index]
                             ),
-                            "grad_norm": _float(last_report["grad_norm"]),
+                            "grad_norm": _float_or_none(last_report["grad_norm"]),
                         }
                     )
                 if stage_index == len(stages) - 1:

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,7 +323,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
             _add_boundary_term(problem, name, compiled(exprs), c.on, points, sampler,
                                evaluators, samplers, with_normals=False)
         elif isinstance(c, (C.Neumann, C.Robin)):
-            dn = sum((n_i * E.Derivative(c.field, (x_i,)) for n_i, x_i in zip(normals, spatial)),
+            dn = sum((n_i * E.Derivative(c.field, (x_i,)) for n_i, x_i in zip(normals, spatial, strict=True)),
                      start=E.Number(0))
             if isinstance(c, C.Neumann):
                 expr = dn - c.value
@@ -359,9 +359,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
                     exprs[f"{f.name}:{k}"] = E.Derivative(f, (x_axis,) * k)
             fn = compiled(exprs)
             evaluators[name] = _periodic_term(fn, axis, b_val)
-            part = c.pair[0]
-            samplers[name] = (lambda part: lambda key, params: _boundary(
-                problem, key, points.boundary, sampler, part)[0])(part)
+            samplers[name] = _part_sampler(problem, points.boundary, sampler, c.pair[0])
         elif isinstance(c, C.Data):
             if c.points.shape[1] != len(coords):
                 raise ValueError(
@@ -388,7 +386,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     def sample_fn(key, params):
         keys = jax.random.split(key, len(samplers) + 1)
         batch = {"__interior__": sample_interior(keys[0], params)}
-        for k, (n, s) in zip(keys[1:], samplers.items()):
+        for k, (n, s) in zip(keys[1:], samplers.items(), strict=True):
             if s is not None:
                 batch[n] = s(k, params)
         return batch
@@ -396,6 +394,10 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     return Assembly(terms_fn=terms_fn, sample_fn=sample_fn, apply=field_apply, names=names,
                     weights=weights, periodic=periodic_embedding(problem),
                     residual_fn=residual_magnitude)
+
+
+def _part_sampler(problem, n, sampler, part):
+    return lambda key, params: _boundary(problem, key, n, sampler, part)[0]
 
 
 def _sum_terms(fn):

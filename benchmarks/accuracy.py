@@ -1,0 +1,449 @@
+"""Accuracy suite: PINN (``pinn.solve``) and the FEM baseline against exact or reference
+solutions, with published results as anchors.
+
+    python benchmarks/accuracy.py                       # full suite (up to an hour)
+    python benchmarks/accuracy.py --quick               # minutes: short training
+    python benchmarks/accuracy.py --problems burgers1d,heat2d
+    python benchmarks/accuracy.py --smoke --out /tmp/r.md   # seconds (tests)
+    python benchmarks/accuracy.py --from-json benchmarks/results/accuracy.json
+
+Each problem is a file in ``problems/`` loaded with ``pinn.config.load`` (full mode:
+its own settings, the "defaults a user would get"; quick mode: a short Adam stage;
+smoke: a tiny network and a few steps).  Each problem runs in its own process (a
+crash or a timeout in one does not stop the others).  The PINN and the FEM solution
+are evaluated on the same points (``pinn.evaluation_grid``).
+
+Results: raw JSON in ``benchmarks/results/accuracy.json`` (``accuracy-quick.json`` in
+quick mode; entries are merged by problem, so the suite can be run piecewise), and
+the generated ``benchmarks/RESULTS.md`` (``RESULTS-quick.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as C  # noqa: E402
+
+PROBLEMS_DIR = C.ROOT / "problems"
+
+# ---------------------------------------------------------------------------
+# published anchors
+
+
+@dataclass(frozen=True)
+class Anchor:
+    problem: str      # our suite key, or a problem we do not run
+    what: str
+    rel_l2: float
+    source: str       # short citation
+    note: str = ""
+
+
+PINNACLE = ("Hao et al., *PINNacle: A comprehensive benchmark of physics-informed neural "
+            "networks for solving PDEs*, NeurIPS 2024 (Datasets and Benchmarks), plain PINN")
+RAISSI = ("Raissi, Perdikaris and Karniadakis, *Physics-informed neural networks*, "
+          "J. Comput. Phys. 378 (2019) 686-707")
+JAXPI = ("Wang, Sankaran, Wang and Perdikaris, *An expert's guide to training "
+         "physics-informed neural networks*, arXiv:2308.08468 (2023), JAX-PI")
+PIRATE = ("Wang, Li, Chen and Perdikaris, *PirateNets: physics-informed deep learning with "
+          "residual adaptive networks*, JMLR 25 (2024), arXiv:2402.00326")
+
+ANCHORS = (
+    Anchor("burgers1d", "plain PINN (PINNacle Burgers1d-C)", 1.45e-2, PINNACLE),
+    Anchor("burgers1d", "original PINN", 6.7e-4, RAISSI),
+    Anchor("wave1d", "plain PINN (PINNacle Wave1d-C)", 5.88e-1, PINNACLE),
+    Anchor("poisson2d-c", "plain PINN (PINNacle Poisson2d-C)", 6.94e-1, PINNACLE,
+           "PINNacle's Poisson 2d-C is on a rectangle with circular holes: not one of our "
+           "problems (ours: poisson2d on the unit square, poisson_lshape)"),
+    Anchor("allen_cahn1d", "best published (JAX-PI)", 5.4e-5, JAXPI),
+    Anchor("allen_cahn1d", "best published (PirateNet)", 2.2e-5, PIRATE),
+    Anchor("kdv", "best published (JAX-PI)", 4.3e-4, JAXPI, "not yet in our suite"),
+    Anchor("advection_c80", "best published (JAX-PI), advection c = 80", 6.9e-4, JAXPI,
+           "not yet in our suite"),
+)
+
+# ---------------------------------------------------------------------------
+# the suite
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    title: str
+    file: str                                   # in problems/
+    fem: bool = True                            # try the FEM baseline
+    reference: str | None = None                # attach a reference the file lacks
+    quick_steps: int = 500
+    quick: tuple[str, ...] = ()                 # extra overrides in quick mode
+    notes: str = ""
+
+
+SUITE = {e.key: e for e in (
+    Entry("heat2d", "Heat 2D", "heat2d.yaml"),
+    Entry("burgers1d", "Burgers 1D (nu = 0.01/pi)", "burgers1d.yaml"),
+    Entry("poisson2d", "Poisson 2D (unit square)", "poisson2d.yaml"),
+    Entry("helmholtz2d", "Helmholtz 2D (a1 = 1, a2 = 4)", "helmholtz2d.yaml"),
+    Entry("allen_cahn1d", "Allen-Cahn 1D", "allen_cahn1d.yaml", reference="allen_cahn"),
+    Entry("wave1d", "Wave 1D (c = 2)", "wave1d.yaml"),
+    Entry("poisson_lshape", "Laplace on the L-shape (corner singularity)",
+          "poisson_lshape.yaml"),
+    Entry("inverse_burgers", "Inverse Burgers (learn nu from 2000 samples)",
+          "inverse_burgers.yaml", fem=False),
+    Entry("ns_cavity", "Lid-driven cavity Re = 100 (reference: fine FEM)", "ns_cavity.yaml",
+          fem=False, notes="the reference is itself the FEM baseline on a fine mesh"),
+)}
+
+TRUE_PARAMS = {"inverse_burgers": {"nu": C.NU_BURGERS}}
+
+
+def overrides_for(entry: Entry, mode: str, spec) -> list[str]:
+    """``--set``-style overrides for the mode (the file's own settings in full mode)."""
+    if mode == "full":
+        return []
+    n_stages = len(spec.training.stages)
+    if mode == "quick":
+        out = [f"training.stages.0.steps={entry.quick_steps}"]
+        out += [f"training.stages.{i}.steps=0" for i in range(1, n_stages)]
+        out += ["training.eval_every=100"]
+        return out + list(entry.quick)
+    # smoke: a tiny network, a few steps, few points
+    out = ["training.stages.0.steps=20", "training.eval_every=10", "training.chunk=10",
+           "training.points.interior=128", "training.points.boundary=32",
+           "training.points.initial=32"]
+    out += [f"training.stages.{i}.steps=0" for i in range(1, n_stages)]
+    kind = spec.model.kind
+    out += [f"model.{kind}.width=8"]
+    out += [f"model.{kind}.blocks=1" if kind == "pirate" else f"model.{kind}.depth=1"]
+    return out
+
+
+def fem_options(spec, mode: str) -> dict:
+    opts = spec.fem
+    kw = {"cells": opts.cells, "element": opts.element}
+    if mode == "quick":
+        kw["cells"] = min(opts.cells, 16)
+    elif mode == "smoke":
+        kw.update(cells=4, element="P1")
+    if opts.dt is not None:
+        kw["dt"] = opts.dt
+    if mode == "smoke":
+        kw["steps"] = 10
+    return kw
+
+
+def _reference(name: str):
+    import pinn.reference as R
+
+    if name == "allen_cahn":
+        return R.allen_cahn()
+    raise ValueError(f"unknown reference {name!r}")
+
+
+def _points(problem, max_points: int = 60000):
+    import numpy as np
+
+    import pinn
+
+    pts = pinn.evaluation_grid(problem).points
+    if len(pts) > max_points:
+        pts = pts[np.random.default_rng(0).choice(len(pts), max_points, replace=False)]
+    return pts
+
+
+def run_entry(entry: Entry, mode: str) -> dict:
+    """Train the PINN, solve with FEM; errors on the same points. Never raises."""
+    import pinn
+    import pinn.config
+
+    out: dict = {"key": entry.key, "title": entry.title, "file": f"problems/{entry.file}",
+                 "mode": mode, "date": C.machine()["date"], "load_start": C.load_average()}
+    path = str(PROBLEMS_DIR / entry.file)
+    try:
+        spec, _ = pinn.config.load_spec(path)
+        sets = overrides_for(entry, mode, spec)
+        out["overrides"] = sets
+        built = pinn.config.load(path, sets)
+        problem = built.problem
+        if entry.reference:
+            problem = dataclasses.replace(problem, reference=_reference(entry.reference))
+        model, training = built.model(), built.training()
+        out["model"] = repr(model)
+        out["stages"] = [f"{type(s.optimizer).__name__} x {s.steps}" for s in training.stages]
+        out["points"] = {k: getattr(training.points, k)
+                         for k in ("interior", "boundary", "initial")}
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sol = pinn.solve(problem, model, training, precision=built.precision,
+                             progress=False)
+        out["pinn_wall_seconds"] = time.perf_counter() - t0
+        pts = _points(problem)
+        out["n_eval_points"] = int(len(pts))
+        m = sol.metrics
+        errs = sol.errors(pts) if (problem.exact or problem.reference is not None) else {}
+        out["pinn"] = {
+            "rel_l2": errs.get("rel_l2", {}), "max_abs_error": errs.get("max_abs_error", {}),
+            "steps": m.get("steps"), "train_seconds": m.get("train_seconds"),
+            "compile_seconds": m.get("compile_seconds"), "wall_seconds": m.get("wall_seconds"),
+            "precision": built.precision, "params": sol.learned_params(),
+            "history": [{k: r.get(k) for k in ("step", "time", "loss") + tuple(
+                c for c in r if c.startswith("eval."))} for r in sol.history
+                if r.get("event") is None],
+        }
+        if entry.key in TRUE_PARAMS:
+            out["pinn"]["param_rel_error"] = {
+                k: abs(sol.learned_params().get(k, math.nan) - v) / abs(v)
+                for k, v in TRUE_PARAMS[entry.key].items()}
+    except Exception as exc:  # noqa: BLE001 - one problem's failure is a result
+        out["pinn_error"] = f"{type(exc).__name__}: {exc}"
+        out["pinn_traceback"] = traceback.format_exc(limit=8)
+        return out
+    if entry.fem:
+        out["fem"] = run_fem(problem, spec, mode, pts)
+    return out
+
+
+def run_fem(problem, spec, mode: str, pts) -> dict:
+    from pinn import fem
+
+    kw = fem_options(spec, mode)
+    if not problem.is_evolution:
+        kw.pop("steps", None)
+    res: dict = {"options": dict(kw)}
+    try:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fsol = fem.solve(problem, **kw)
+        res["solve_seconds"] = time.perf_counter() - t0
+        res["dofs"] = int(fsol.dofs)
+        errs = fsol.errors(points=pts)
+        res["rel_l2"], res["max_abs_error"] = errs["rel_l2"], errs["max_abs_error"]
+    except fem.UnsupportedProblem as exc:
+        res["unsupported"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - recorded, the suite goes on
+        res["error"] = f"{type(exc).__name__}: {exc}"
+    return res
+
+
+# ---------------------------------------------------------------------------
+# orchestration
+
+
+def run_in_subprocess(key: str, mode: str, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "entry.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", key, "--mode", mode,
+               "--worker-out", str(out)]
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                               cwd=C.ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except subprocess.TimeoutExpired:
+            return {"key": key, "title": SUITE[key].title, "mode": mode,
+                    "pinn_error": f"timed out after {timeout:.0f} s"}
+        if r.returncode != 0 or not out.exists():
+            tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
+            return {"key": key, "title": SUITE[key].title, "mode": mode,
+                    "pinn_error": f"worker exited {r.returncode}: " + " | ".join(tail)}
+        res = C.read_json(out)
+        res["process_seconds"] = time.perf_counter() - t0
+        return res
+
+
+def summary(res: dict) -> str:
+    if "pinn_error" in res:
+        return f"{res['key']}: PINN failed: {res['pinn_error'][:300]}"
+    p = res["pinn"]
+    s = (f"{res['key']}: PINN rel L2 {_field_errs(p.get('rel_l2'))} in "
+         f"{C.fmt(p.get('wall_seconds'), '.1f')} s ({p.get('steps')} steps)")
+    f = res.get("fem")
+    if f:
+        if "rel_l2" in f:
+            s += f"; FEM {_field_errs(f['rel_l2'])} in {f['solve_seconds']:.1f} s"
+        else:
+            s += f"; FEM: {(f.get('unsupported') or f.get('error', ''))[:120]}"
+    return s
+
+
+def sci(v: float) -> str:
+    """1.45e-2 (the way the papers print it)."""
+    mant, exp = f"{v:.2e}".split("e")
+    return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
+
+
+def _field_errs(d) -> str:
+    if not d:
+        return "–"
+    if len(d) == 1:
+        return C.fmt(next(iter(d.values())))
+    return ", ".join(f"{k} {C.fmt(v)}" for k, v in d.items())
+
+
+# ---------------------------------------------------------------------------
+# the report
+
+
+def report(data: dict, command: str) -> str:
+    m = data["machine"]
+    mode = data["mode"]
+    lines = ["# pinn: accuracy results", "", C.generated_note("accuracy.py", command), ""]
+    if mode != "full":
+        lines += [f"**{mode} mode**: short training, for checking the pipeline; these are "
+                  "not the suite's results (run `python benchmarks/accuracy.py`).", ""]
+    lines += [f"Machine: {C.machine_line(m)}.", ""]
+    load = m.get("load_average")
+    if load and m.get("cores") and load[0] > 0.5 * m["cores"]:
+        lines += [f"The machine was shared (load average {load[0]:.1f} on {m['cores']} cores "
+                  "at the start): training times are longer than on an idle machine; the "
+                  "errors do not depend on it.", ""]
+    lines += ["Relative L2 error ||u - u_ref|| / ||u_ref|| on the evaluation grid "
+              "(`pinn.evaluation_grid`, the same points for PINN and FEM), float32 training "
+              "unless noted. PINN time: wall time of `pinn.solve` (compilation included; "
+              "compile seconds in brackets). FEM time: `pinn.fem.solve` wall time.", ""]
+    header = ("problem", "PINN rel. L2", "PINN time (s)", "steps", "FEM rel. L2",
+              "FEM time (s)", "FEM dofs", "published (rel. L2)")
+    rows = []
+    for key in [k for k in SUITE if k in data["entries"]] + [
+            k for k in data["entries"] if k not in SUITE]:
+        r = data["entries"][key]
+        anchors = "; ".join(f"{sci(a.rel_l2)} ({a.what})" for a in ANCHORS if a.problem == key)
+        if "pinn_error" in r:
+            rows.append((r.get("title", key), "failed", "–", "–", "–", "–", "–", anchors or "–"))
+            continue
+        p = r["pinn"]
+        err = _field_errs(p.get("rel_l2"))
+        if p.get("param_rel_error"):
+            err += "; " + ", ".join(f"{k} off by {100 * v:.2f}%"
+                                    for k, v in p["param_rel_error"].items())
+        if p.get("precision") == 64:
+            err += " (float64)"
+        ptime = (f"{C.fmt(p.get('wall_seconds'), '.0f')} "
+                 f"({C.fmt(p.get('compile_seconds'), '.0f')})")
+        f = r.get("fem")
+        if f is None:
+            fem_cells = ("–", "–", "–")
+        elif "rel_l2" in f:
+            opts = f.get("options", {})
+            fem_cells = (_field_errs(f["rel_l2"]) + f" ({opts.get('element')}, "
+                         f"{opts.get('cells')} cells)", C.fmt(f.get("solve_seconds"), ".1f"),
+                         str(f.get("dofs", "–")))
+        else:
+            why = "not supported" if "unsupported" in f else "failed"
+            fem_cells = (why + " (see below)", "–", "–")
+        rows.append((r.get("title", key), err, ptime, str(p.get("steps")), *fem_cells,
+                     anchors or "–"))
+    lines += [C.table(header, rows), ""]
+
+    lines += ["## Published anchors", "",
+              "Relative L2 errors reported in the literature for the same problems (the "
+              "original papers' settings, not re-run here).", ""]
+    arows = []
+    for a in ANCHORS:
+        ours = data["entries"].get(a.problem, {}).get("pinn", {}).get("rel_l2")
+        arows.append((a.problem, a.what, sci(a.rel_l2), _field_errs(ours) if ours else "–",
+                      a.source + (f". *{a.note}*" if a.note else "")))
+    lines += [C.table(("problem", "method", "rel. L2", "ours (this run)", "source"), arows),
+              ""]
+
+    notes = []
+    for key, r in data["entries"].items():
+        if "pinn_error" in r:
+            notes.append(f"- {key}: PINN failed: `{r['pinn_error'][:400]}`")
+        f = r.get("fem") or {}
+        if "unsupported" in f:
+            notes.append(f"- {key}: FEM baseline not supported: {f['unsupported'][:300]}")
+        elif "error" in f:
+            notes.append(f"- {key}: FEM failed: `{f['error'][:300]}`")
+        if SUITE.get(key) and SUITE[key].notes:
+            notes.append(f"- {key}: {SUITE[key].notes}")
+    if notes:
+        lines += ["## Notes", ""] + notes + [""]
+    lines += ["## Settings", ""]
+    for key, r in data["entries"].items():
+        if "pinn" not in r:
+            continue
+        lines.append(f"- {key} (`{r.get('file')}`, run {r.get('date')}): {r.get('model')}; "
+                     f"stages {', '.join(r.get('stages', []))}; points {r.get('points')}"
+                     + (f"; overrides `{' '.join(r['overrides'])}`" if r.get("overrides")
+                        else ""))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="short training (minutes in all)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny networks, 20 steps, one problem by default (seconds)")
+    ap.add_argument("--problems", default=None,
+                    help=f"comma list of {', '.join(SUITE)} (default: all; smoke: poisson2d)")
+    ap.add_argument("--out", default=None, help="markdown (default benchmarks/RESULTS.md, "
+                    "RESULTS-quick.md with --quick)")
+    ap.add_argument("--json", default=None, help="raw results (default "
+                    "benchmarks/results/accuracy[-quick].json); merged by problem")
+    ap.add_argument("--from-json", default=None, help="only regenerate the markdown")
+    ap.add_argument("--inline", action="store_true",
+                    help="run the problems in this process (default: one process each)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per problem")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--mode", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        C.write_json(Path(args.worker_out), run_entry(SUITE[args.worker], args.mode))
+        return 0
+
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    suffix = "" if mode == "full" else f"-{mode}"
+    command = "python benchmarks/accuracy.py " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    out = Path(args.out) if args.out else C.HERE / f"RESULTS{suffix}.md"
+    jpath = Path(args.json) if args.json else C.HERE / "results" / f"accuracy{suffix}.json"
+    if args.from_json:
+        data = C.read_json(args.from_json)
+        C.write_text(out, report(data, data.get("command", command)))
+        print(f"wrote {out}", file=sys.stderr)
+        return 0
+    default = "poisson2d" if mode == "smoke" else ",".join(SUITE)
+    keys = [k.strip() for k in (args.problems or default).split(",") if k.strip()]
+    unknown = [k for k in keys if k not in SUITE]
+    if unknown:
+        ap.error(f"unknown problem(s) {unknown}; choose from {', '.join(SUITE)}")
+
+    data = {"mode": mode, "entries": {}}
+    if jpath.exists():
+        old = C.read_json(jpath)
+        if old.get("mode") == mode:
+            data["entries"] = old.get("entries", {})
+    data["machine"] = C.machine()
+    data["command"] = command
+    failed = 0
+    for key in keys:
+        print(f"[{mode}] {key} ...", file=sys.stderr, flush=True)
+        res = (run_entry(SUITE[key], mode) if args.inline or mode == "smoke"
+               else run_in_subprocess(key, mode, args.timeout))
+        data["entries"][key] = res
+        failed += "pinn_error" in res
+        print("  " + summary(res), file=sys.stderr, flush=True)
+        C.write_json(jpath, data)            # after every problem: nothing is lost
+        C.write_text(out, report(data, command))
+    print(f"wrote {out} and {jpath}", file=sys.stderr)
+    return 1 if failed and mode == "smoke" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
