@@ -323,7 +323,8 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
             _add_boundary_term(problem, name, compiled(exprs), c.on, points, sampler,
                                evaluators, samplers, with_normals=False)
         elif isinstance(c, (C.Neumann, C.Robin)):
-            dn = sum((n_i * E.Derivative(c.field, (x_i,)) for n_i, x_i in zip(normals, spatial, strict=True)),
+            pairs = zip(normals, spatial, strict=True)
+            dn = sum((n_i * E.Derivative(c.field, (x_i,)) for n_i, x_i in pairs),
                      start=E.Number(0))
             if isinstance(c, C.Neumann):
                 expr = dn - c.value
