@@ -83,82 +83,91 @@ def jvp_n(f, x, dirs):
     return g(x)
 
 
-def taylor_mlp(params, x, first, second=(), third=(), fourth=(), mixed22=()):
-    """Hand-specialised Taylor mode for ``mlp``.
+def _m(*xs):
+    """Product treating None as zero."""
+    out = 1.0
+    for v in xs:
+        if v is None:
+            return None
+        out = out * v
+    return out
 
-    Streams (normalized Taylor coefficients): value; d/dx_i for i in ``first``;
-    pure orders 2..4 along axes in ``second``/``third``/``fourth`` (each implies
-    the lower ones along that axis); ``mixed22``: pairs (i, j) for
-    d^4/dx_i^2 dx_j^2 (needs (i,j) first-order mixed and the (2,1), (1,2)
-    coefficients, all carried).  Returns a dict name -> [N, out] of
-    *normalized* coefficients: keys ('v',), ('1', i), ('2', i), ('3', i),
-    ('4', i), ('11', i, j), ('21', i, j), ('12', i, j), ('22', i, j).
+
+def _a(*xs):
+    """Sum treating None as zero."""
+    xs = [v for v in xs if v is not None]
+    if not xs:
+        return None
+    out = xs[0]
+    for v in xs[1:]:
+        out = out + v
+    return out
+
+
+def _rest(key, h, d):
+    """Faa di Bruno for tanh minus its linear part: y_key = d1*h_key + _rest(key)."""
+    _, d2, d3, d4 = d
+    kind = key[0]
+    if kind == "1":
+        return None
+    if kind in ("2", "3", "4"):
+        i = key[1]
+        h1, h2, h3 = h.get(("1", i)), h.get(("2", i)), h.get(("3", i))
+        if kind == "2":
+            return _m(d2, h1, h1)
+        if kind == "3":
+            return _a(_m(2.0 * d2, h1, h2), _m(d3, h1, h1, h1))
+        return _a(_m(d2, _a(_m(2.0, h1, h3), _m(h2, h2))), _m(3.0 * d3, h1, h1, h2),
+                  _m(d4, h1, h1, h1, h1))
+    i, j = key[1], key[2]
+    a1, b1, a2, b2 = h.get(("1", i)), h.get(("1", j)), h.get(("2", i)), h.get(("2", j))
+    ab, a2b, ab2 = h.get(("11", i, j)), h.get(("21", i, j)), h.get(("12", i, j))
+    if kind == "11":
+        return _m(2.0 * d2, a1, b1)
+    if kind == "21":
+        return _a(_m(d2, _a(_m(2.0, a1, ab), _m(2.0, a2, b1))), _m(3.0 * d3, a1, a1, b1))
+    if kind == "12":
+        return _a(_m(d2, _a(_m(2.0, b1, ab), _m(2.0, b2, a1))), _m(3.0 * d3, a1, b1, b1))
+    # "22"
+    return _a(_m(d2, _a(_m(2.0, a2, b2), _m(2.0, a1, ab2), _m(2.0, b1, a2b), _m(ab, ab))),
+              _m(d3, _a(_m(3.0, a1, a1, b2), _m(3.0, b1, b1, a2), _m(6.0, a1, b1, ab))),
+              _m(6.0 * d4, a1, a1, b1, b1))
+
+
+def taylor_mlp(params, x, keys, combo=None):
+    """Hand-specialised (collapsed) Taylor mode for ``mlp`` with tanh.
+
+    Streams are normalized Taylor coefficients ``d^g u / g!``: the value
+    ``("v",)`` and ``keys``: ``("1", i)``, ``("2", i)``, ``("3", i)``,
+    ``("4", i)`` (pure, along axis i), ``("11"|"21"|"12"|"22", i, j)`` (mixed
+    x_i^a x_j^b).  ``combo``: ``{key: weight}`` of highest coefficients used
+    only in that combination, carried as one stream ``("L",)``.  Value and all
+    streams go through each weight matrix as ONE [S*N, width] matmul.
     """
-    keys = [("v",)] + [("1", i) for i in first] + [("2", i) for i in second]
-    keys += [("3", i) for i in third] + [("4", i) for i in fourth]
-    for i, j in mixed22:
-        keys += [("11", i, j), ("21", i, j), ("12", i, j), ("22", i, j)]
+    combo = combo or {}
+    order = [("v",)] + list(keys) + ([("L",)] if combo else [])
     w0, b0 = params[0]
     n = x.shape[0]
-    # first layer: linear in x
-    z = {k: None for k in keys}
-    z[("v",)] = x @ w0 + b0
-    for i in first:
-        z[("1", i)] = w0[i][None, :]
-    for li, (w, b) in enumerate(params[1:]):
+    z = {("v",): x @ w0 + b0}
+    for k in keys:
+        if k[0] == "1":
+            z[k] = w0[k[1]][None, :]
+    lin = [w * w0[k[1]] for k, w in combo.items() if k[0] == "1"]
+    if lin:
+        z[("L",)] = sum(lin)[None, :]
+    for w, b in params[1:]:
         t = jnp.tanh(z[("v",)])
-        d1 = 1.0 - t * t                       # phi'
-        d2 = -t * d1                           # phi''/2
-        d3 = d1 * (t * t - 1.0 / 3.0)          # phi'''/6 = (1-t^2)(3t^2-1)/3
-        d4 = t * d1 * (2.0 / 3.0 - t * t)      # phi''''/24
+        d1 = 1.0 - t * t  # phi'; then phi''/2, phi'''/6, phi''''/24
+        d = (d1, -t * d1, d1 * (t * t - 1.0 / 3.0), t * d1 * (2.0 / 3.0 - t * t))
         y = {("v",): t}
-
-        def g(k):
-            return z.get(k)
-
-        for i in first:
-            y[("1", i)] = d1 * g(("1", i))
-        for i in second:
-            h1, h2 = g(("1", i)), g(("2", i))
-            y[("2", i)] = d2 * h1 * h1 + (d1 * h2 if h2 is not None else 0.0)
-        for i in third:
-            h1, h2, h3 = g(("1", i)), g(("2", i)), g(("3", i))
-            if h2 is None:
-                y[("3", i)] = d3 * h1 * h1 * h1
-            else:
-                y[("3", i)] = d1 * h3 + 2.0 * d2 * h1 * h2 + d3 * h1 * h1 * h1
-        for i in fourth:
-            h1, h2, h3, h4 = (g(("1", i)), g(("2", i)), g(("3", i)), g(("4", i)))
-            if h2 is None:
-                y[("4", i)] = d4 * h1 ** 4
-            else:
-                y[("4", i)] = (d1 * h4 + d2 * (2.0 * h1 * h3 + h2 * h2)
-                               + 3.0 * d3 * h1 * h1 * h2 + d4 * h1 ** 4)
-        for i, j in mixed22:
-            a1, b1 = g(("1", i)), g(("1", j))
-            a2, b2 = g(("2", i)), g(("2", j))
-            ab, a2b, ab2, a2b2 = (g(("11", i, j)), g(("21", i, j)), g(("12", i, j)),
-                                  g(("22", i, j)))
-            if ab is None:  # first hidden layer: only first-order streams are nonzero
-                y[("11", i, j)] = 2.0 * d2 * a1 * b1
-                y[("21", i, j)] = 3.0 * d3 * a1 * a1 * b1
-                y[("12", i, j)] = 3.0 * d3 * a1 * b1 * b1
-                y[("22", i, j)] = 6.0 * d4 * a1 * a1 * b1 * b1
-            else:
-                y[("11", i, j)] = d1 * ab + 2.0 * d2 * a1 * b1
-                y[("21", i, j)] = (d1 * a2b + d2 * (2.0 * a1 * ab + 2.0 * a2 * b1)
-                                   + 3.0 * d3 * a1 * a1 * b1)
-                y[("12", i, j)] = (d1 * ab2 + d2 * (2.0 * b1 * ab + 2.0 * b2 * a1)
-                                   + 3.0 * d3 * a1 * b1 * b1)
-                y[("22", i, j)] = (
-                    d1 * a2b2
-                    + d2 * (2.0 * a2 * b2 + 2.0 * a1 * ab2 + 2.0 * b1 * a2b + ab * ab)
-                    + d3 * (3.0 * a1 * a1 * b2 + 3.0 * b1 * b1 * a2 + 6.0 * a1 * b1 * ab)
-                    + 6.0 * d4 * a1 * a1 * b1 * b1
-                )
-        stack = jnp.stack([jnp.broadcast_to(y[k], (n, t.shape[1])) for k in keys])
-        out = (stack.reshape(-1, stack.shape[-1]) @ w).reshape(len(keys), n, w.shape[1])
-        z = dict(zip(keys, (o[0] for o in jnp.split(out, len(keys), axis=0)), strict=True))
+        for k in keys:
+            y[k] = _a(_m(d1, z.get(k)), _rest(k, z, d))
+        if combo:
+            y[("L",)] = _a(_m(d1, z.get(("L",))),
+                           *[_m(wt, _rest(k, z, d)) for k, wt in combo.items()])
+        stack = jnp.stack([jnp.broadcast_to(y[k], (n, t.shape[1])) for k in order])
+        out = (stack.reshape(-1, stack.shape[-1]) @ w).reshape(len(order), n, w.shape[1])
+        z = dict(zip(order, (o[0] for o in jnp.split(out, len(order), axis=0)), strict=True))
         z[("v",)] = z[("v",)] + b
     return z
 
@@ -211,11 +220,11 @@ def row_a(key):
         return {"pde": ut + uu * ux - nu * uxx, "bc": ub - b["g"]}
 
     def hand_best(net, b):
-        z = taylor_mlp(net, b["interior"], first=(0, 1), second=(0,))
-        uu, ux, ut, uxx = (z[("v",)][:, 0], z[("1", 0)][:, 0], z[("1", 1)][:, 0],
-                           2.0 * z[("2", 0)][:, 0])
+        # u_t - nu u_xx travels as one stream (normalized: c_t - 2 nu c_xx)
+        z = taylor_mlp(net, b["interior"], [("1", 0)], {("1", 1): 1.0, ("2", 0): -2.0 * nu})
+        uu, ux, lin = z[("v",)][:, 0], z[("1", 0)][:, 0], z[("L",)][:, 0]
         ub = mlp(net, b["boundary"])[:, 0]
-        return {"pde": ut + uu * ux - nu * uxx, "bc": ub - b["g"]}
+        return {"pde": lin + uu * ux, "bc": ub - b["g"]}
 
     return Row("a", "Burgers 1D 2-3x20-1, 2540+240", [2, 20, 20, 20, 1], (x, t), (u,),
                {"pde": (res, "interior"), "bc": (bc, "boundary")},
@@ -235,9 +244,9 @@ def row_b(key):
         return {"pde": jvp_n(f, z, [et]) - alpha * (jvp_n(f, z, [ex, ex]) + jvp_n(f, z, [ey, ey]))}
 
     def hand_best(net, b):
-        z = taylor_mlp(net, b["interior"], first=(0, 1, 2), second=(0, 1))
-        lap = 2.0 * (z[("2", 0)] + z[("2", 1)])
-        return {"pde": (z[("1", 2)] - alpha * lap)[:, 0]}
+        z = taylor_mlp(net, b["interior"], [("1", 0), ("1", 1)],
+                       {("1", 2): 1.0, ("2", 0): -2.0 * alpha, ("2", 1): -2.0 * alpha})
+        return {"pde": z[("L",)][:, 0]}
 
     return Row("b", "heat 2D 3-4x64-1, 8192", [3, 64, 64, 64, 64, 1], (x, y, t), (u,),
                {"pde": (res, "interior")}, {"interior": _pts(key, 8192, (0, 0, 0), (1, 1, 1))},
@@ -269,9 +278,8 @@ def row_c(key):
         }
 
     def hand_best(net, b):
-        z = taylor_mlp(net, b["interior"], first=(0, 1), second=(0, 1))
-        o, ox, oy = z[("v",)], z[("1", 0)], z[("1", 1)]
-        lap = 2.0 * (z[("2", 0)] + z[("2", 1)])
+        z = taylor_mlp(net, b["interior"], [("1", 0), ("1", 1)], {("2", 0): 2.0, ("2", 1): 2.0})
+        o, ox, oy, lap = z[("v",)], z[("1", 0)], z[("1", 1)], z[("L",)]
         uu, vv = o[:, 0], o[:, 1]
         return {
             "mx": uu * ox[:, 0] + vv * oy[:, 0] + ox[:, 2] - nu * lap[:, 0],
@@ -298,9 +306,9 @@ def row_d(key):
         return {"pde": jvp_n(f, z, [et]) + l1 * uu * ux + l2 * jvp_n(f, z, [ex, ex, ex])}
 
     def hand_best(net, b):
-        z = taylor_mlp(net, b["interior"], first=(0, 1), second=(0,), third=(0,))
-        r = z[("1", 1)] + l1 * z[("v",)] * z[("1", 0)] + l2 * 6.0 * z[("3", 0)]
-        return {"pde": r[:, 0]}
+        z = taylor_mlp(net, b["interior"], [("1", 0), ("2", 0)],
+                       {("1", 1): 1.0, ("3", 0): 6.0 * l2})
+        return {"pde": (z[("L",)] + l1 * z[("v",)] * z[("1", 0)])[:, 0]}
 
     return Row("d", "KdV 2-4x64-1, 8192", [2, 64, 64, 64, 64, 1], (x, t), (u,),
                {"pde": (res, "interior")}, {"interior": _pts(key, 8192, (-1, 0), (1, 1))},
@@ -325,11 +333,12 @@ def row_e(key):
         return {"pde": r - f_src(z)}
 
     def hand_best(net, b):
-        z = taylor_mlp(net, b["interior"], first=(0, 1), second=(0, 1), third=(0, 1),
-                       fourth=(0, 1), mixed22=((0, 1),))
-        # normalized -> derivatives: u_xxxx = 24 c4, u_xxyy = 4 c22
-        r = 24.0 * (z[("4", 0)] + z[("4", 1)]) + 2.0 * 4.0 * z[("22", 0, 1)]
-        return {"pde": r[:, 0] - f_src(b["interior"])}
+        keys = [("1", 0), ("1", 1), ("2", 0), ("11", 0, 1), ("2", 1), ("3", 0), ("21", 0, 1),
+                ("12", 0, 1), ("3", 1)]
+        # u_xxxx + 2 u_xxyy + u_yyyy = 24 c40 + 8 c22 + 24 c04, as one stream
+        z = taylor_mlp(net, b["interior"], keys, {("4", 0): 24.0, ("22", 0, 1): 8.0,
+                                                   ("4", 1): 24.0})
+        return {"pde": z[("L",)][:, 0] - f_src(b["interior"])}
 
     return Row("e", "biharmonic 2D 2-4x64-1, 4096", [2, 64, 64, 64, 64, 1], (x, y), (u,),
                {"pde": (res, "interior")}, {"interior": _pts(key, 4096, (0, 0), (1, 1))},

@@ -116,6 +116,9 @@ def _run_dir(base: Path | None, name: str, resume: bool, kind: str = "") -> Path
     if base is not None:
         if resume and not base.exists():
             raise UserError(f"{base}: no run folder to resume")
+        if not resume and base.is_dir() and any(base.iterdir()):
+            raise UserError(f"{base}: the run folder exists and is not empty; continue it with "
+                            "--resume, or give a new --out")
         return base
     root = Path("runs") / (name + kind)
     if resume:

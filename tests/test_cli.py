@@ -201,3 +201,13 @@ def test_predict_and_plot_need_a_finished_run(capsys, tmp_path):
     assert rc == 2 and "no solution.pkl" in err
     rc, _, err = run(capsys, "predict", str(tmp_path / "none"), "--points", "p.csv")
     assert rc == 2 and "no such run folder" in err
+
+
+def test_solve_refuses_to_mix_runs(capsys, tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "metrics.json").write_text("{}")
+    rc, _, err = run(capsys, "solve", HEAT, "--out", str(old))
+    assert rc == 2 and "exists and is not empty" in err and "--resume" in err
+    rc, _, err = run(capsys, "solve", HEAT, "--out", str(tmp_path / "nothing"), "--resume")
+    assert rc == 2 and "no run folder to resume" in err

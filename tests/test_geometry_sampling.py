@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pinn.dsl import coords, eq
+from pinn.dsl import coords, eq, logical_and
 from pinn.geometry import (
     RAD,
     Ball,
@@ -22,7 +22,6 @@ from pinn.geometry import (
     Rectangle,
     Sobol,
     TimeInterval,
-    Triangle,
     rad_select,
 )
 
@@ -60,10 +59,9 @@ def _check(shape, key, n=400, h=1e-6):
     eye = h * jnp.eye(shape.dim)
     grad = jnp.stack([(shape.sdf(p + e) - shape.sdf(p - e)) / (2 * h) for e in eye], 1)
     return {
-        "xi": xi, "sdf_i": shape.sdf(xi), "mask_i": shape.boundary_mask(xi),
+        "xi": xi, "sdf_i": shape.sdf(xi), "part_i": shape.boundary_part(xi),
         "p": p, "n": b.normals, "part": b.part, "sdf_b": shape.sdf(p), "grad": grad,
-        "mask_b": shape.boundary_mask(p),
-        "parts": {name: shape.boundary_mask(p, name) for name in shape.boundary_parts},
+        "part_b": shape.boundary_part(p),
     }
 
 
@@ -87,120 +85,150 @@ def test_points_inside_and_on_boundary_with_outward_normals(name, checked):
     np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-12)  # unit normals
     # outward: the normal is the gradient of the signed distance (finite differences)
     np.testing.assert_allclose(r["grad"], n, atol=1e-5)
-    assert np.all(r["mask_b"])
-    assert not np.any(r["mask_i"][r["sdf_i"] < -1e-3])
-    for i, part in enumerate(shape.boundary_parts):
-        assert np.all(r["parts"][part][r["part"] == i])
+    # each point lies on the part it was drawn from (none of them at a corner)
+    np.testing.assert_array_equal(r["part_b"], r["part"])
+    assert np.all(r["part_i"][r["sdf_i"] < -1e-3] == -1)
+
+
+def run_jit(f):
+    """Run ``f(key)`` under one jit (one compile for all the samples a test needs)."""
+    return jax.tree.map(np.asarray, jax.jit(f)(KEY))
 
 
 def test_monte_carlo_areas_of_csg_shapes_within_one_percent():
-    # L-shape (area 3) and a disk with a hole (area 3/4 pi); also the sampling is by area
+    # L-shape (area 3) and a disk with a hole (area 3/4 pi), and sampling by area
     ring = Disk((0, 0), 1) - Disk((0, 0), 0.5)
-    for shape, area in ((L_SHAPE, 3.0), (ring, 0.75 * math.pi)):
-        est = float(shape.estimate_measure(KEY, 200_000))
-        assert abs(est - area) / area < 0.01, (est, area)
-    pts = np.asarray(L_SHAPE.sample_interior(KEY, 30_000))
-    # uniform by area: each unit square of the L holds a third of the points
-    frac = np.mean((pts[:, 0] < 1) & (pts[:, 1] < 1))
-    assert abs(frac - 1 / 3) < 4 * math.sqrt(2 / 9 / 30_000)
-    r = np.linalg.norm(np.asarray(ring.sample_interior(KEY, 30_000)), axis=1)
-    assert abs(np.mean(r < 0.75) - (0.75**2 - 0.25) / 0.75) < 4 * math.sqrt(0.25 / 30_000)
+    n = 30_000
+    out = run_jit(lambda k: {
+        "L": L_SHAPE.estimate_measure(k, 200_000),
+        "ring": ring.estimate_measure(k, 200_000),
+        "pts": ring.sample_interior(k, n),
+    })
+    assert abs(out["L"] - 3.0) / 3.0 < 0.01, out["L"]
+    assert abs(out["ring"] - 0.75 * math.pi) / (0.75 * math.pi) < 0.01, out["ring"]
+    r = np.linalg.norm(out["pts"], axis=1)
+    assert np.all((r >= 0.5 - 1e-12) & (r <= 1 + 1e-12))
+    assert abs(np.mean(r < 0.75) - (0.75**2 - 0.25) / 0.75) < 4 * math.sqrt(0.25 / n)
 
 
 def test_boundary_length_fractions_of_csg_shapes():
     n = 20_000
     sigma = lambda p: 4 * math.sqrt(p * (1 - p) / n)  # noqa: E731
+    lens_union = Disk((0, 0), 1) | Disk((1, 0), 1)
+    side = Rectangle((0, 0), (1, 1)) | Rectangle((1, 0), (2, 1))
+    over = Rectangle((0, 0), (2, 1)) | Rectangle((1, 0), (3, 1))
+    out = run_jit(lambda k: {
+        "holed": HOLED.sample_boundary(k, n).part,
+        "L": L_SHAPE.sample_boundary(k, n).part,
+        "lens": lens_union.estimate_boundary_measure(k, 200_000),
+        "side": side.estimate_boundary_measure(k, 100_000),
+        "over": over.estimate_boundary_measure(k, 100_000),
+        "ellipse": SHAPES["ellipse"].sample_boundary(k, n).points,
+    })
     # rectangle with a hole: the circle has 2 pi r / (6 + 2 pi r) of the length
-    b = HOLED.sample_boundary(KEY, n)
     circ = 2 * math.pi * 0.25
     p_circle = circ / (6 + circ)
-    part = np.asarray(b.part)
+    part = out["holed"]
     assert abs(np.mean(part == HOLED.boundary_parts.index("circle")) - p_circle) < sigma(p_circle)
     assert abs(np.mean(part == HOLED.boundary_parts.index("left")) - 1 / (6 + circ)) < sigma(0.13)
-    # L-shape: total length 8, the notch's two sides have 1 each
-    b = L_SHAPE.sample_boundary(KEY, n)
-    names = np.array(L_SHAPE.boundary_parts)[np.asarray(b.part)]
+    # L-shape: total length 8, the notch's two sides have 1 each, the removed square's
+    # outer sides nothing
+    names = np.array(L_SHAPE.boundary_parts)[out["L"]]
     assert abs(np.mean(names == "piece1.left") - 1 / 8) < sigma(1 / 8)
     assert abs(np.mean(names == "piece0.left") - 2 / 8) < sigma(2 / 8)
     assert not np.any(np.isin(names, ["piece1.right", "piece1.top"]))
     # union of two unit disks 1 apart: each keeps an arc of 240 degrees
-    lens_union = Disk((0, 0), 1) | Disk((1, 0), 1)
-    est = float(lens_union.estimate_boundary_measure(KEY, 200_000))
-    assert abs(est - 8 * math.pi / 3) / (8 * math.pi / 3) < 0.01
+    assert abs(out["lens"] - 8 * math.pi / 3) / (8 * math.pi / 3) < 0.01
     # coincident walls: a shared internal wall is dropped, a shared outer wall counted once
-    side = Rectangle((0, 0), (1, 1)) | Rectangle((1, 0), (2, 1))
-    assert abs(float(side.estimate_boundary_measure(KEY, 100_000)) - 6) < 0.06
-    over = Rectangle((0, 0), (2, 1)) | Rectangle((1, 0), (3, 1))
-    assert abs(float(over.estimate_boundary_measure(KEY, 100_000)) - 8) < 0.08
-    p = np.asarray(over.sample_boundary(KEY, n).points)
-    on_shared = (np.abs(p[:, 1]) < 1e-12) & (p[:, 0] > 1) & (p[:, 0] < 2)
-    assert abs(np.mean(on_shared) - 1 / 8) < sigma(1 / 8)
-    # ellipse: uniform in arc length (closed-form fraction of the arc with x > 1.5)
-    e = SHAPES["ellipse"]
+    assert abs(out["side"] - 6) < 0.06
+    assert abs(out["over"] - 8) < 0.08
+    # ellipse: uniform in arc length (fraction of the arc with x > 1.5, by quadrature)
     th = np.linspace(0, 2 * np.pi, 200_001)
     speed = np.hypot(2 * np.sin(th), 0.5 * np.cos(th))
     frac = np.trapezoid(speed * (2 * np.cos(th) > 1.5), th) / np.trapezoid(speed, th)
-    pe = np.asarray(e.sample_boundary(KEY, n).points)
-    assert abs(np.mean(pe[:, 0] > 1.5) - frac) < sigma(frac)
+    assert abs(np.mean(out["ellipse"][:, 0] > 1.5) - frac) < sigma(frac)
 
 
 def test_part_and_predicate_sampling():
     rect = Rectangle((0, 0), (2, 1))
-    b = rect.sample_boundary(KEY, 500, on="left")
-    np.testing.assert_allclose(np.asarray(b.points)[:, 0], 0.0)
-    np.testing.assert_allclose(np.asarray(b.normals), np.tile([-1.0, 0.0], (500, 1)))
-    b = rect.sample_boundary(KEY, 1000, on=("left", "top"))
-    names = np.array(rect.boundary_parts)[np.asarray(b.part)]
+    out = run_jit(lambda k: {
+        "left": rect.sample_boundary(k, 500, on="left"),
+        "two": rect.sample_boundary(k, 1000, on=("left", "top")),
+        "wall": rect.sample_boundary(k, 500, on=eq(x, 0)),
+        "corner": rect.sample_boundary(k, 500, on=x**2 + y**2 < 0.25),
+        "hole": HOLED.sample_boundary(k, 300, on="circle"),
+    })
+    np.testing.assert_allclose(out["left"].points[:, 0], 0.0)
+    np.testing.assert_allclose(out["left"].normals, np.tile([-1.0, 0.0], (500, 1)))
+    names = np.array(rect.boundary_parts)[out["two"].part]
     assert set(names) == {"left", "top"}
     assert abs(np.mean(names == "top") - 2 / 3) < 4 * math.sqrt(2 / 9 / 1000)
     # a predicate picks out the wall x == 0 ...
-    b = rect.sample_boundary(KEY, 500, on=eq(x, 0))
-    np.testing.assert_allclose(np.asarray(b.points)[:, 0], 0.0, atol=1e-12)
-    # ... or a region of the boundary
-    b = rect.sample_boundary(KEY, 500, on=x**2 + y**2 < 0.25)
-    p = np.asarray(b.points)
-    assert np.all(np.sum(p**2, 1) < 0.25) and np.all(np.asarray(rect.boundary_mask(p)))
-    assert abs(np.mean(p[:, 0] == 0) - 0.5) < 4 * math.sqrt(0.25 / 500)  # equal lengths 0.5
+    np.testing.assert_allclose(out["wall"].points[:, 0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(out["wall"].normals, np.tile([-1.0, 0.0], (500, 1)))
+    # ... or a region of the boundary: two stretches of length 0.5
+    p = out["corner"].points
+    assert np.all(np.sum(p**2, 1) < 0.25) and np.all((p[:, 0] == 0) | (p[:, 1] == 0))
+    assert abs(np.mean(p[:, 0] == 0) - 0.5) < 4 * math.sqrt(0.25 / 500)
     # the hole of a CSG shape, with normals pointing into the hole (out of the domain)
-    b = HOLED.sample_boundary(KEY, 300, on="circle")
-    p, n = np.asarray(b.points), np.asarray(b.normals)
+    p, n = out["hole"].points, out["hole"].normals
     np.testing.assert_allclose(np.linalg.norm(p - [1, 0.5], axis=1), 0.25, atol=1e-12)
     np.testing.assert_allclose(n, -(p - [1, 0.5]) / 0.25, atol=1e-12)
 
 
 def test_space_time_sampling():
     st = HOLED * TimeInterval(0.5, 2.0)
-    xi = np.asarray(st.sample_interior(KEY, 2000))
+    out = run_jit(lambda k: {
+        "interior": st.sample_interior(k, 2000),
+        "boundary": st.sample_boundary(k, 1000),
+        "early_left": st.sample_boundary(k, 300, on=logical_and(eq(x, 0), t < 1)),
+        "initial": st.sample_initial(k, 256, Sobol()),
+    })
+    xi = out["interior"]
     assert xi.shape == (2000, 3)
     assert np.all(np.asarray(HOLED.contains(xi[:, :2])))
     assert xi[:, 2].min() >= 0.5 and xi[:, 2].max() <= 2.0
     assert abs(xi[:, 2].mean() - 1.25) < 0.05
-    b = st.sample_boundary(KEY, 2000)
-    p = np.asarray(b.points)
-    assert p.shape == (2000, 3) and b.normals.shape == (2000, 2)
+    p = out["boundary"].points
+    assert p.shape == (1000, 3) and out["boundary"].normals.shape == (1000, 2)
     assert np.all(np.abs(np.asarray(HOLED.sdf(p[:, :2]))) < 1e-9)
-    assert np.all(np.asarray(st.boundary_mask(p)))
-    b = st.sample_boundary(KEY, 500, on=eq(x, 0) & (t < 1))
-    p = np.asarray(b.points)
-    assert np.all(p[:, 0] == 0) and np.all(p[:, 2] < 1) and np.all(p[:, 2] >= 0.5)
-    x0 = np.asarray(st.sample_initial(KEY, 300, Sobol()))
+    np.testing.assert_array_equal(np.asarray(st.boundary_part(p)), out["boundary"].part)
+    p = out["early_left"].points
+    assert np.all(p[:, 0] == 0) and np.all((p[:, 2] < 1) & (p[:, 2] >= 0.5))
+    x0 = out["initial"]
     assert np.all(x0[:, 2] == 0.5) and np.all(np.asarray(HOLED.contains(x0[:, :2])))
     assert math.isclose(float(st.estimate_boundary_measure(KEY, 10, on="left")), 1.5)
+    assert math.isclose(st.part_measures["left"], 1.5) and st.boundary_measure is None
 
 
 def test_samplers_are_stratified_reproducible_and_inside():
     box = Rectangle((0, 0), (1, 1))
-    # Sobol: random digital shift keeps the net: 256 points, one in every 1/256 slab
-    for sampler in (Sobol(), LatinHypercube()):
-        u = np.asarray(box.sample_interior(KEY, 256, sampler))
+    samplers = (Sobol(), Halton(), LatinHypercube())
+
+    def draw(k):
+        return {
+            "strat": [box.sample_interior(k, 256, s) for s in samplers],
+            "again": [box.sample_interior(k, 256, s) for s in samplers],
+            "other": [box.sample_interior(jax.random.fold_in(k, 1), 256, s) for s in samplers],
+            "holed": [(HOLED.sample_interior(k, 128, s), HOLED.sample_boundary(k, 128, s).points)
+                      for s in samplers],
+        }
+
+    out = run_jit(draw)
+    # Sobol (random digital shift) and LHS: one point in each of the 256 slabs per axis
+    for u in (out["strat"][0], out["strat"][2]):
         for j in range(2):
             np.testing.assert_array_equal(np.sort(np.floor(u[:, j] * 256)), np.arange(256))
-        v = np.asarray(box.sample_interior(jax.random.key(1), 256, sampler))
-        assert not np.allclose(u, v)
-        np.testing.assert_array_equal(u, np.asarray(box.sample_interior(KEY, 256, sampler)))
-    # Halton: a shifted Halton set integrates x*y far better than random points
-    h = np.asarray(box.sample_interior(KEY, 1024, Halton()))
+    # Halton (random shift): integrates x*y far better than random points (error ~7e-3)
+    h = out["strat"][1]
     assert abs(np.mean(h[:, 0] * h[:, 1]) - 0.25) < 2e-3
+    for a, b, c in zip(out["strat"], out["again"], out["other"], strict=True):
+        np.testing.assert_array_equal(a, b)  # reproducible from the key
+        assert not np.allclose(a, c)  # another key, other points
+    # quasi-random and LHS points of CSG shapes stay inside / on the boundary
+    for xi, xb in out["holed"]:
+        assert np.all(np.asarray(HOLED.contains(xi)))
+        assert np.all(np.abs(np.asarray(HOLED.sdf(xb))) < 1e-9)
     # grids: the full lattice when n fits (20 x 10 on a 2 x 1 rectangle), inside otherwise
     g = np.asarray(Rectangle((0, 0), (2, 1)).sample_interior(KEY, 200, Grid()))
     np.testing.assert_allclose(np.unique(g[:, 0]), 0.05 + 0.1 * np.arange(20), atol=1e-12)
@@ -210,11 +238,10 @@ def test_samplers_are_stratified_reproducible_and_inside():
     assert len(np.unique(gh, axis=0)) == 300
     gb = HOLED.sample_boundary(KEY, 100, Grid())
     assert np.all(np.abs(np.asarray(HOLED.sdf(gb.points))) < 1e-9)
-    # quasi-random and LHS points of CSG shapes stay inside / on the boundary
-    for sampler in (Sobol(), Halton(), LatinHypercube()):
-        assert np.all(np.asarray(HOLED.contains(HOLED.sample_interior(KEY, 128, sampler))))
-        b = HOLED.sample_boundary(KEY, 128, sampler)
-        assert np.all(np.abs(np.asarray(HOLED.sdf(b.points))) < 1e-9)
+    # 2-D boundary grids are equally spaced in arc length
+    gr = np.asarray(Rectangle((0, 0), (2, 1)).sample_boundary(KEY, 60, Grid()).points)
+    bottom = np.sort(gr[gr[:, 1] == 0][:, 0])
+    np.testing.assert_allclose(np.diff(bottom), 0.1, atol=1e-12)
 
 
 def test_sampling_under_jit_and_scan_is_reproducible():
@@ -232,7 +259,7 @@ def test_sampling_under_jit_and_scan_is_reproducible():
     assert not np.allclose(xi[0], xi[1])  # resampled every step
     assert np.all(np.asarray(L_SHAPE.contains(xi.reshape(-1, 2))))
     assert np.all(np.abs(np.asarray(L_SHAPE.sdf(pb.reshape(-1, 2)))) < 1e-9)
-    # eager calls give the same points as jitted ones
+    # an eager call gives the same points as the jitted loop
     _, k1, _ = jax.random.split(KEY, 3)
     np.testing.assert_allclose(L_SHAPE.sample_interior(k1, 64, Sobol()), xi[0], atol=1e-14)
 

@@ -71,7 +71,6 @@ def test_output_shape_every_network(models, name):
     assert y.shape == (8, 2) and y.dtype == np.float32
     assert np.all(np.isfinite(y))
     assert apply.d_in == module.d_in == 2 and apply.d_out == module.d_out == 2
-    np.testing.assert_allclose(apply(params, X), y, rtol=1e-5, atol=1e-6)  # eager == jit
 
 
 def test_dimensions_and_batch_shapes():
@@ -113,7 +112,7 @@ def test_normalization_maps_bounds_to_unit_box():
 def test_periodic_embedding_is_exactly_periodic_float32(models, name):
     # period 1 in input 1 and dyadic points: x + k P is exact in float32, so f(x + kP) == f(x)
     _, _, params, fast = models[name]
-    x = np.stack([np.linspace(0, 1, 64), np.arange(64) / 64.0], axis=1).astype(np.float32)
+    x = np.stack([np.linspace(0, 1, 8), np.arange(-3, 5) / 8.0], axis=1).astype(np.float32)
     y = fast(params, x)
     for k in (1, -1, 3):
         shift = np.array([0.0, k], np.float32)
@@ -231,6 +230,7 @@ def test_apply_is_pure_and_transformable(models):
     before = jax.tree.map(np.array, params)
     y = fast(params, X)
     np.testing.assert_array_equal(fast(params, X), y)  # same inputs, same outputs
+    np.testing.assert_allclose(apply(params, X), y, rtol=1e-5, atol=1e-6)  # eager == jit
     # vmap over points (one point at a time) and over a stack of parameter sets
     np.testing.assert_allclose(jax.jit(jax.vmap(apply, (None, 0)))(params, X), y, atol=1e-6)
     stacked = jax.tree.map(lambda a: np.stack([a, 2 * np.asarray(a)]), params)

@@ -105,6 +105,26 @@ def test_hard_initial_with_rate_matches_value_and_time_derivative(net):
     np.testing.assert_allclose(u_t, np.stack([s * (1 - s)] * 2, 1), atol=1e-6)
 
 
+def test_hard_dirichlet_and_initial_together(net):
+    apply, params = net
+    # (x, t) in [0, 1]^2, walls x = 0 and x = 1: g = x (1 + t); u0 = x + sin(pi x), compatible
+    g = lambda x: x[..., 0] * (1 + x[..., 1])
+    u0 = lambda x: x[..., 0] + jnp.sin(jnp.pi * x[..., 0])
+    d = nets.box_distance(*UNIT, walls=[0])
+    u = jax.jit(nets.hard_dirichlet_initial(apply, d, g, u0, t_index=1, outputs=0))
+    s = np.linspace(0, 1, 17, dtype=np.float32)
+    at_t0 = np.stack([s, np.zeros_like(s)], 1)
+    np.testing.assert_array_equal(u(params, at_t0)[:, 0], jax.jit(u0)(at_t0))
+    walls = np.concatenate([np.stack([np.zeros_like(s), s], 1), np.stack([np.ones_like(s), s], 1)])
+    np.testing.assert_allclose(u(params, walls)[:, 0], jax.jit(g)(walls), atol=1e-6)
+    # inside: u0 + g - g(., 0) + d t N
+    xi = _interior(20)
+    raw = np.asarray(jax.jit(apply)(params, xi))[:, 0]
+    x, t = xi[:, 0], xi[:, 1]
+    expected = x + np.sin(np.pi * x) + x * t + 4 * x * (1 - x) * t * raw
+    np.testing.assert_allclose(u(params, xi)[:, 0], expected, rtol=1e-5, atol=1e-6)
+
+
 def test_transforms_compose_with_the_periodic_embedding():
     # periodic in x (period 1) and zero at t = 0: both hold exactly
     spec = nets.MLP(width=8, depth=2, periodic=nets.Periodic(harmonics=2))

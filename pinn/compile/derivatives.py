@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pinn.compile.plan import IndexSet, MultiIndex, order, polarization
+from pinn.compile.plan import Combo, IndexSet, MultiIndex, StreamSet, order, polarization
 from pinn.compile.taylor import UnsupportedPrimitive, taylor_derivatives
 
 __all__ = ["STRATEGIES", "derivatives", "jvp_derivatives", "jet_derivatives"]
@@ -137,12 +137,17 @@ def jet_derivatives(apply: Callable, params, x, alphas: Iterable[MultiIndex]) ->
 
 
 def derivatives(apply: Callable, params, x, alphas: Iterable[MultiIndex], *,
-                strategy: str = "auto") -> dict:
-    """``{alpha: d^alpha apply(params, x)}``, ``x[N, d]``, ``alpha`` a multi-index over the ``d`` inputs.
+                strategy: str = "auto", combos: Iterable[Combo] = ()) -> dict:
+    """Partial derivatives of a network at the rows of ``x[N, d]``.
 
-    ``(0,) * d`` is the value.  ``strategy``: ``"auto"`` (Taylor mode,
-    falling back to nested jvp for networks with primitives Taylor mode does
-    not know), ``"taylor"``, ``"jvp"`` or ``"jet"``.
+    Returns ``{alpha: d^alpha apply(params, x)}`` for each multi-index
+    ``alpha`` over the ``d`` inputs (``(0,) * d`` is the value), and
+    ``{combo: sum_g v_g d^g apply(params, x)}`` for each ``combo = ((g, v_g),
+    ...)`` in ``combos``: a fixed combination of derivatives that the caller
+    needs only as a whole, which Taylor mode carries as ONE stream
+    (collapsed Taylor mode) when every ``g`` is maximal.  ``strategy``:
+    ``"auto"`` (Taylor mode, falling back to nested jvp for networks with
+    primitives Taylor mode does not know), ``"taylor"``, ``"jvp"``, ``"jet"``.
     """
     if strategy not in STRATEGIES:
         raise ValueError(
@@ -153,17 +158,40 @@ def derivatives(apply: Callable, params, x, alphas: Iterable[MultiIndex], *,
         raise ValueError(f"points must be a 2-D array [N, d], got shape {tuple(x.shape)}")
     d = x.shape[-1]
     alphas = _check(alphas, d)
-    if all(order(a) == 0 for a in alphas):
+    combos = tuple(tuple((tuple(g), float(v)) for g, v in c) for c in combos)
+    for c in combos:
+        _check([g for g, _ in c], d)
+    if not combos and all(order(a) == 0 for a in alphas):
         return {a: apply(params, x) for a in alphas}
-    if strategy == "jvp":
-        return jvp_derivatives(apply, params, x, alphas)
-    if strategy == "jet":
-        return jet_derivatives(apply, params, x, alphas)
-    try:
-        return taylor_derivatives(apply, params, x, IndexSet.closure(alphas, d), alphas)
-    except UnsupportedPrimitive as err:
-        if strategy == "taylor":
-            raise
-        warnings.warn(f"{err}; using nested jvp instead", stacklevel=2)
-        return jvp_derivatives(apply, params, x, alphas)
+    if strategy in ("taylor", "auto"):
+        try:
+            return taylor_derivatives(apply, params, x, _stream_set(alphas, combos, d), alphas)
+        except UnsupportedPrimitive as err:
+            if strategy == "taylor":
+                raise
+            warnings.warn(f"{err}; using nested jvp instead", stacklevel=2)
+    wanted = list(alphas) + [g for c in combos for g, _ in c if g not in alphas]
+    fn = jet_derivatives if strategy == "jet" else jvp_derivatives
+    got = fn(apply, params, x, wanted)
+    out = {a: got[a] for a in alphas}
+    for c in combos:
+        out[c] = sum(v * got[g] for g, v in c)
+    return out
 
+
+def _stream_set(alphas, combos, d) -> StreamSet:
+    """Explicit lower set for ``alphas`` and the predecessors of collapsed parts."""
+    need = set(alphas)
+    for c in combos:
+        for g, _ in c:
+            for i, k in enumerate(g):
+                if k:
+                    need.add(g[:i] + (k - 1,) + g[i + 1:])
+    explicit = IndexSet.closure(need, d)
+    for c in combos:
+        for g, _ in c:
+            if g in explicit.pos:
+                raise ValueError(
+                    f"derivative {g} cannot be collapsed: another requested derivative needs it"
+                )
+    return StreamSet(explicit, combos)

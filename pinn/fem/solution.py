@@ -123,7 +123,8 @@ class FEMSolution:
         return int(self.snapshots.shape[1])
 
     @property
-    def cells(self) -> int:
+    def n_cells(self) -> int:
+        """Number of mesh cells (``solve(cells=n)`` sets the cells along the longest side)."""
         return int(self.mesh.t.shape[1])
 
     @property
@@ -140,7 +141,7 @@ class FEMSolution:
     def __repr__(self) -> str:
         deg = ", ".join(f"{f}: P{k}" for f, k in self.degrees.items())
         steps = f", {len(self.times)} stored steps" if self.is_evolution else ""
-        return (f"FEMSolution({type(self.mesh).__name__} with {self.cells} cells, {deg}, "
+        return (f"FEMSolution({type(self.mesh).__name__} with {self.n_cells} cells, {deg}, "
                 f"{self.dofs} dofs{steps}, solved in {self.solve_seconds:.3g} s)")
 
     # -- evaluation --------------------------------------------------------------
@@ -300,7 +301,7 @@ class FEMSolution:
         meta = {
             "format": "pinn.fem/1", "mesh": type(self.mesh).__name__, "fields": self.fields,
             "degrees": self.degrees, "coords": self.coords, "time": self.time,
-            "solve_seconds": self.solve_seconds, "dofs": self.dofs, "cells": self.cells,
+            "solve_seconds": self.solve_seconds, "dofs": self.dofs, "n_cells": self.n_cells,
             "up_to_constant": self.up_to_constant, "info": _jsonable(self.info),
         }
         _atomic(d / "fem.npz", lambda fh: np.savez_compressed(fh, **arrays), binary=True)

@@ -133,7 +133,7 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
     disc = Discretisation(problem, wf, mesh, intorder=intorder)
     _warn_natural(problem, wf, disc)
     info = {"element": {f.name: f"P{k}" for f, k in wf.degree.items()}, "linear": wf.linear,
-            "cells": int(mesh.t.shape[1]), "theta": None, "dt": None, "newton_iterations": 0}
+            "mesh_cells": int(mesh.t.shape[1]), "theta": None, "dt": None, "newton_iterations": 0}
     if not problem.is_evolution:
         U0 = disc.dirichlet_values(np.zeros(disc.N))
         if not wf.linear:

@@ -112,6 +112,11 @@ def _jit_mask(owner, x, on, tol, coords):
     return owner._mask(x, on, tol, coords)
 
 
+@functools.partial(jax.jit, static_argnums=(0, 2))
+def _jit_part(owner, x, tol):
+    return owner._part_of(x, tol)
+
+
 @functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5, 6))
 def _jit_draw(owner, key, n, sampler, kind, on, coords):
     return _core.draw(owner, key, n, sampler, kind, on, coords)
@@ -219,6 +224,13 @@ class Domain:
         on = tuple(on) if isinstance(on, list) else on
         self._resolve_parts(on)
         return _jit_mask(self, x, on, tol, self._coord_key(on, coords))
+
+    def boundary_part(self, points, tol=None):
+        """``int32[...]``: index in ``boundary_parts`` of the part each point lies on, -1 off
+        the boundary.  Where parts meet (corners), the first part in order."""
+        x = self._check_points(points)
+        tol = self.default_tol if tol is None else _check_tol(tol)
+        return _jit_part(self, x, tol)
 
     # -- sampling ------------------------------------------------------------
     def sample_interior(self, key, n: int, sampler: Sampler | None = None):
@@ -372,6 +384,9 @@ class Shape(Domain):
         return Spec(tuple(p for p, _ in kept), tuple(i for _, i in kept), self.dim - 1, True,
                     tol, keep=keep, accept=self._accept_leaf if self._n_leaves() > 1 else None)
 
+    def _part_of(self, x, tol):
+        return part_index(self, x, tol)
+
     def _mask(self, x, on, tol, coords):
         chosen, _, keep = self._select(on, coords, tol)
         mask = piece_mask(self, chosen, x, tol)
@@ -421,10 +436,23 @@ def piece_mask(owner, pieces, x, tol):
     """Points of ``x`` on any of ``pieces`` (restricted to ``owner``'s boundary)."""
     mask = jnp.zeros(x.shape[:-1], bool)
     for p in pieces:
-        m = p.on(x, tol)
-        acc = owner._accept_leaf(x, p.normal(x), p.leaf, tol, True)
-        mask = mask | (m if acc is None else m & acc)
+        mask = mask | _on_piece(owner, p, x, tol)
     return mask
+
+
+def _on_piece(owner, p, x, tol):
+    m = p.on(x, tol)
+    acc = owner._accept_leaf(x, p.normal(x), p.leaf, tol, True)
+    return m if acc is None else m & acc
+
+
+def part_index(owner, x, tol):
+    """Index in ``owner.boundary_parts`` of the first part ``x`` lies on; -1 if none."""
+    names = owner.boundary_parts
+    out = jnp.full(x.shape[:-1], -1, jnp.int32)
+    for p in reversed(owner._boundary_pieces()):
+        out = jnp.where(_on_piece(owner, p, x, tol), names.index(p.name), out)
+    return out
 
 
 def _shape(other, op: str) -> Shape:

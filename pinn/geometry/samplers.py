@@ -138,7 +138,8 @@ class LatinHypercube(Sampler):
     def unit(self, key, n: int, d: int):
         dt = float_dtype()
         kp, kj = jax.random.split(key)
-        perms = jax.vmap(lambda k: jax.random.permutation(k, n))(jax.random.split(kp, d))
+        # a uniformly random permutation per axis: the ranks of iid uniform numbers
+        perms = jnp.argsort(jax.random.uniform(kp, (d, n), dtype=dt), axis=1)
         jitter = jax.random.uniform(kj, (n, d), dtype=dt)
         return (perms.T.astype(dt) + jitter) / n
 

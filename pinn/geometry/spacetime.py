@@ -16,7 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn.geometry._core import Spec
-from pinn.geometry.base import Domain, Shape, coord_names, piece_mask, predicate_fn
+from pinn.geometry.base import (
+    Domain,
+    Shape,
+    coord_names,
+    part_index,
+    piece_mask,
+    predicate_fn,
+)
 from pinn.geometry.samplers import Sampler
 
 __all__ = ["TimeInterval", "SpaceTime"]
@@ -145,6 +152,10 @@ class SpaceTime(Domain):
     def _space_on(self, on):
         parts = self._resolve_parts(on)
         return self.space.boundary_parts if parts is None else parts
+
+    def _part_of(self, x, tol):
+        part = part_index(self.space, x[..., :-1], tol)
+        return jnp.where(self.time.contains(x[..., -1], tol), part, -1)
 
     def _mask(self, x, on, tol, coords):
         chosen, _, _, keep = self._select(on, coords, tol)

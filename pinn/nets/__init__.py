@@ -27,7 +27,12 @@ from pinn.nets._networks import (
 )
 from pinn.nets._specs import MLP, RWF, Fourier, ModelSpec, ModifiedMLP, Periodic, PirateNet
 from pinn.nets._split import Apply, count_params, split
-from pinn.nets.constraints import box_distance, hard_dirichlet, hard_initial
+from pinn.nets.constraints import (
+    box_distance,
+    hard_dirichlet,
+    hard_dirichlet_initial,
+    hard_initial,
+)
 
 __all__ = [
     "ACTIVATIONS",
@@ -53,6 +58,7 @@ __all__ = [
     "count_params",
     "gate",
     "hard_dirichlet",
+    "hard_dirichlet_initial",
     "hard_initial",
     "split",
 ]

@@ -68,10 +68,7 @@ class Periodic:
     harmonics: int = 1
 
     def __init__(self, periods: Mapping[int, float] | None = None, harmonics: int = 1):
-        if isinstance(periods, Mapping) or periods is None:
-            items = dict(periods or {})
-        else:
-            items = dict(periods)
+        items = dict(periods or {})
         for i, p in items.items():
             if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 0:
                 raise ValueError(f"Periodic(periods=...) keys are input indices >= 0, got {i!r}")
@@ -95,7 +92,13 @@ def _check_activation(activation: Activation) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
-    """Fields shared by every network spec; subclasses add the architecture."""
+    """Fields shared by every network spec (keyword-only); subclasses add the architecture.
+
+    ``activation``: a name in :data:`ACTIVATIONS` or a callable. ``fourier``,
+    ``rwf``, ``periodic``: optional :class:`Fourier`, :class:`RWF`, :class:`Periodic`.
+    ``normalize``: map inputs from the domain's bounds to ``[-1, 1]`` (when bounds
+    are given to :meth:`build`).
+    """
 
     activation: Activation = "tanh"
     fourier: Fourier | None = None

@@ -10,6 +10,9 @@ with ``periodic={index: period}`` (see :class:`pinn.nets.Periodic`).
 >>> d = box_distance([0.0, 0.0], [1.0, 1.0])              # vanishes on the square's walls
 >>> u = hard_dirichlet(apply, d, lambda x: jnp.sin(x[:, 0]))
 >>> u = hard_initial(apply, lambda x: jnp.sin(jnp.pi * x[:, 0]), t_index=1, t0=0.0)
+>>> # both on a space-time box (x, t): walls in x only, initial data at t = 0
+>>> d = box_distance([0.0, 0.0], [1.0, 1.0], walls=[0])
+>>> u = hard_dirichlet_initial(apply, d, 0.0, lambda x: jnp.sin(jnp.pi * x[:, 0]), t_index=1)
 """
 
 from __future__ import annotations
@@ -72,6 +75,16 @@ def _combine(apply: ApplyFn, outputs, rule) -> ApplyFn:
     return constrained
 
 
+def _check_t_index(t_index) -> None:
+    if isinstance(t_index, bool) or not isinstance(t_index, (int, np.integer)):
+        raise TypeError(f"t_index must be the column index of time in the points, got {t_index!r}")
+
+
+def _check_t_range(t_index: int, x: jax.Array) -> None:
+    if not -x.shape[-1] <= t_index < x.shape[-1]:
+        raise ValueError(f"t_index={t_index} is out of range for points with {x.shape[-1]} columns")
+
+
 def hard_dirichlet(
     apply: ApplyFn,
     distance_fn: PointFn,
@@ -115,15 +128,11 @@ def hard_initial(
     ``∂u/∂t = v0`` at ``t0``. ``initial_fn``/``rate_fn`` take the full points
     ``x[N, d]`` (time column included) and return ``[N]``, ``[N, k]`` or a constant.
     """
-    if isinstance(t_index, bool) or not isinstance(t_index, (int, np.integer)):
-        raise TypeError(f"t_index must be the column index of time in the points, got {t_index!r}")
+    _check_t_index(t_index)
     t0 = float(t0)
 
     def rule(x, n):
-        if not -x.shape[-1] <= t_index < x.shape[-1]:
-            raise ValueError(
-                f"t_index={t_index} is out of range for points with {x.shape[-1]} columns"
-            )
+        _check_t_range(t_index, x)
         k = n.shape[-1]
         tau = (x[..., t_index] - t0)[..., None]
         u0 = _as_columns(initial_fn, x, k, "initial_fn")
@@ -131,6 +140,45 @@ def hard_initial(
             return u0 + tau * n
         v0 = _as_columns(rate_fn, x, k, "rate_fn")
         return u0 + tau * (v0 + tau * n)
+
+    return _combine(apply, outputs, rule)
+
+
+def hard_dirichlet_initial(
+    apply: ApplyFn,
+    distance_fn: PointFn,
+    boundary_value_fn: Value,
+    initial_fn: Value,
+    t_index: int,
+    t0: float = 0.0,
+    *,
+    outputs: int | Sequence[int] | None = None,
+) -> ApplyFn:
+    """Boundary and initial data at once, for evolution problems:
+
+    ``u(x, t) = u0(x) + g(x, t) - g(x, t0) + d(x) · (t - t0) · N(x, t)``.
+
+    At ``t = t0`` this is ``u0`` exactly; where ``d`` vanishes it is
+    ``g + (u0 - g(·, t0))``, i.e. ``g`` when the data are compatible
+    (``u0 = g(·, t0)`` on the boundary, up to rounding). Nesting
+    :func:`hard_dirichlet` and :func:`hard_initial` instead would satisfy only
+    the outer constraint exactly.
+    """
+    if not callable(distance_fn):
+        raise TypeError(f"distance_fn must be a function of the points, got {distance_fn!r}")
+    _check_t_index(t_index)
+    t0 = float(t0)
+
+    def rule(x, n):
+        _check_t_range(t_index, x)
+        k = n.shape[-1]
+        x0 = x.at[..., t_index].set(t0)
+        tau = (x[..., t_index] - t0)[..., None]
+        u0 = _as_columns(initial_fn, x, k, "initial_fn")
+        g = _as_columns(boundary_value_fn, x, k, "boundary_value_fn")
+        g0 = _as_columns(boundary_value_fn, x0, k, "boundary_value_fn")
+        d = _as_columns(distance_fn, x, k, "distance_fn")
+        return u0 + (g - g0) + d * tau * n
 
     return _combine(apply, outputs, rule)
 

@@ -79,8 +79,7 @@ def save_figure(fig, path: str | os.PathLike, dpi: int = 110) -> Path:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi,
-                bbox_inches="tight")
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
     plt.close(fig)
     return write_bytes(path, buf.getvalue())
 

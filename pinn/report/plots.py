@@ -33,6 +33,11 @@ def _plt():
     return plt
 
 
+def _subplots(plt, *args, **kw):
+    """``plt.subplots`` with constrained layout (one layout pass, colorbars included)."""
+    return plt.subplots(*args, layout="constrained", **kw)
+
+
 def _panels(pred: np.ndarray, truth: np.ndarray | None, labels: Sequence[str]):
     """[(title, array, kind)] with kind 'value' or 'error'."""
     out = [(labels[0], pred, "value")]
@@ -59,7 +64,7 @@ def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | No
     d, timed = grid.space_dim, grid.has_time
     names = grid.names
     if d == 1 and not timed:
-        fig, axs = plt.subplots(1, 2 if truth is not None else 1, figsize=(10, 3.6),
+        fig, axs = _subplots(plt, 1, 2 if truth is not None else 1, figsize=(10, 3.6),
                                 squeeze=False)
         x = grid.axes[0]
         ax = axs[0, 0]
@@ -79,7 +84,7 @@ def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | No
         x, t = grid.axes
         panels = _panels(pred, truth, labels)
         vlo, vhi = _vrange([p for _, p, k in panels if k == "value"])
-        fig, axs = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+        fig, axs = _subplots(plt, 1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
         for ax, (title, arr, kind) in zip(axs[0], panels, strict=True):
             im = ax.imshow(arr, origin="lower", aspect="auto",
                            extent=(t[0], t[-1], x[0], x[-1]),
@@ -120,10 +125,9 @@ def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | No
     vlo, vhi = _vrange([r[1] for r in rows] + [r[2] for r in rows])
     elo, ehi = _vrange([np.abs(r[1] - r[2]) for r in rows]) if truth is not None else (0, 1)
     aspect = (ya[-1] - ya[0]) / max(xa[-1] - xa[0], 1e-300)
-    w = 3.6
-    fig, axs = plt.subplots(len(rows), ncol, figsize=(w * ncol + 0.8,
-                                                      max(2.2, w * aspect) * len(rows)),
-                            squeeze=False)
+    w = 3.4
+    fig, axs = _subplots(plt, len(rows), ncol, squeeze=False,
+                         figsize=((w + 1.0) * ncol, max(2.2, w * aspect + 0.6) * len(rows)))
     for i, (rtitle, p2, t2) in enumerate(rows):
         for j, (title, arr, kind) in enumerate(_panels(p2, t2, labels)):
             ax = axs[i, j]
@@ -135,7 +139,6 @@ def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | No
             ax.set_xlabel(names[0])
             ax.set_ylabel(names[1])
             fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.tight_layout()
     return save_figure(fig, path)
 
 
@@ -187,7 +190,7 @@ def loss_figure(history: Sequence[Mapping], path: str | os.PathLike) -> str | No
     if not terms and not total:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = _subplots(plt, figsize=(7.5, 4.2))
     if "" in total:
         s, v = total[""]
         ax.semilogy(s, np.maximum(v, 1e-300), color="black", lw=1.8, label="total (weighted)")
@@ -201,7 +204,6 @@ def loss_figure(history: Sequence[Mapping], path: str | os.PathLike) -> str | No
     ax.set_ylabel("mean squared residual")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return str(save_figure(fig, path))
 
 
@@ -213,7 +215,7 @@ def params_figure(history: Sequence[Mapping], path: str | os.PathLike,
         return None
     plt = _plt()
     n = len(series)
-    fig, axs = plt.subplots(1, n, figsize=(5 * n, 3.6), squeeze=False)
+    fig, axs = _subplots(plt, 1, n, figsize=(5 * n, 3.6), squeeze=False)
     for ax, (name, (s, v)) in zip(axs[0], series.items(), strict=True):
         ax.plot(s, v, label=name)
         if true_values and name in true_values:
@@ -222,7 +224,6 @@ def params_figure(history: Sequence[Mapping], path: str | os.PathLike,
         ax.set_title(name)
         ax.legend(fontsize=8)
         ax.grid(True, alpha=0.3)
-    fig.tight_layout()
     return str(save_figure(fig, path))
 
 
@@ -242,7 +243,7 @@ def error_maps_figure(grid: Grid, name: str, errors: Mapping[str, np.ndarray],
     elo = max(float(pos.min()) if pos.size else ehi * 1e-8, ehi * 1e-8)
     norm = LogNorm(vmin=elo, vmax=ehi) if ehi > elo * 10 else None
     if d == 1 and not timed:
-        fig, ax = plt.subplots(figsize=(7, 3.6))
+        fig, ax = _subplots(plt, figsize=(7, 3.6))
         for m in methods:
             ax.semilogy(grid.axes[0], np.abs(errors[m]) + 1e-300, label=m)
         ax.set_xlabel(grid.names[0])
@@ -274,7 +275,7 @@ def error_maps_figure(grid: Grid, name: str, errors: Mapping[str, np.ndarray],
         xa, ya = grid.axes[0], grid.axes[1]
         extent, xlabel, ylabel, transpose = (xa[0], xa[-1], ya[0], ya[-1]), grid.names[0], \
             grid.names[1], True
-    fig, axs = plt.subplots(len(rows), len(methods), figsize=(4.2 * len(methods),
+    fig, axs = _subplots(plt, len(rows), len(methods), figsize=(4.2 * len(methods),
                                                               3.4 * len(rows)), squeeze=False)
     for i, (rtitle, maps) in enumerate(rows):
         for j, m in enumerate(methods):
@@ -290,7 +291,6 @@ def error_maps_figure(grid: Grid, name: str, errors: Mapping[str, np.ndarray],
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.tight_layout()
     return str(save_figure(fig, path))
 
 
@@ -298,7 +298,7 @@ def table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], path: str
                  title: str = "") -> str:
     """A table as a PNG (for ``pinn compare``)."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(min(2.0 + 1.6 * len(header), 16), 0.9 + 0.42 * len(rows)))
+    fig, ax = _subplots(plt, figsize=(min(2.0 + 1.6 * len(header), 16), 0.9 + 0.42 * len(rows)))
     ax.axis("off")
     tab = ax.table(cellText=[list(r) for r in rows], colLabels=list(header), loc="center",
                    cellLoc="center")
