@@ -87,6 +87,12 @@ def _say(obj) -> None:
     sys.stdout.flush()
 
 
+def _env() -> dict:
+    """What this worker runs under (allocator settings, DeepXDE backend, threads)."""
+    keys = (*C.TUNED_MALLOC, "DDE_BACKEND", "XLA_FLAGS", "OMP_NUM_THREADS")
+    return {k: os.environ[k] for k in keys if k in os.environ}
+
+
 def _wait() -> str:
     line = sys.stdin.readline()
     return line.strip() or "quit"
@@ -144,7 +150,7 @@ def worker_pinn(case: Case, blocks: int, flops: bool) -> None:
             return
         now = (time.perf_counter(), time.process_time())
         if clock["chunks"] == 0:
-            _say({"ready": True, "setup_s": now[0] - t0, **info})
+            _say({"ready": True, "setup_s": now[0] - t0, "env": _env(), **info})
         else:
             _say({"wall": now[0] - clock["t"][0], "cpu": now[1] - clock["t"][1],
                   "steps": case.block})
@@ -210,7 +216,7 @@ def worker_jax(case: Case, which: str, blocks: int, flops: bool) -> None:
     state = opt.init(net)
     EG.time_runner(run, net, state, row.batch)  # compile and warm up
     info = {"flops": EG.step_flops(one, net, state, row.batch) if flops else float("nan")}
-    _say({"ready": True, "setup_s": time.perf_counter() - t0, **info})
+    _say({"ready": True, "setup_s": time.perf_counter() - t0, "env": _env(), **info})
     for _ in range(blocks):
         if _wait() != "run":
             return
@@ -228,7 +234,7 @@ def worker_deepxde(case: Case, blocks: int) -> None:
     model.compile("adam", lr=1e-3)
     peers.timed_steps(model, case.block)  # warm up (and compile, for the JAX backend)
     _say({"ready": True, "setup_s": time.perf_counter() - t0, "flops": float("nan"),
-          "backend": peers.backend_name()})
+          "backend": peers.backend_name(), "env": _env()})
     for _ in range(blocks):
         if _wait() != "run":
             return
@@ -269,7 +275,8 @@ class Worker:
         self.log = log_dir / f"{case.key}-{side}-{'tuned' if env else 'default'}.log"
         self._err = open(self.log, "w")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._err, text=True, cwd=C.HERE)
+                                     stderr=self._err, text=True, cwd=C.HERE,
+                                     env=full_env)
         self.error: str | None = None
 
     def read(self) -> dict:
@@ -458,7 +465,7 @@ def main(argv=None) -> int:
     ap.add_argument("--block", type=int, default=None, help="steps per timed block")
     ap.add_argument("--no-flops", action="store_true", help="skip the XLA cost analysis")
     ap.add_argument("--smoke", action="store_true",
-                    help="tiny sizes, one round, pinn and jax-jvp only; writes nothing "
+                    help="tiny sizes, one round, pinn and jax-jvp, tuned allocator; writes nothing "
                          "unless --out is given")
     ap.add_argument("--out", default=None, help="markdown file (default benchmarks/SPEED.md)")
     ap.add_argument("--json", default=None,
@@ -490,7 +497,7 @@ def main(argv=None) -> int:
     if args.smoke:
         cases = [replace(CASES["a"], interior=128, boundary=16, initial=16, block=5)]
         sides = args.sides.split(",") if args.sides else ["pinn", "jax-jvp"]
-        allocators = ["default"]
+        allocators = ["tuned"]  # checks that the settings reach the workers
         rounds = 1
     else:
         if args.sides:

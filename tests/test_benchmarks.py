@@ -105,7 +105,8 @@ def test_speed_smoke(tmp_path):
     sides = data["results"][0]["sides"]
     for side in ("pinn", "jax-jvp"):
         assert sides[side]["ms_min"] > 0, sides[side]
-    assert "| a | default | pinn |" in md.read_text()
+        assert sides[side]["env"]["MALLOC_ARENA_MAX"] == "1"  # the tuned allocator
+    assert "| a | tuned | pinn |" in md.read_text()
 
 
 def test_time_to_accuracy_smoke(tmp_path):
@@ -131,3 +132,4 @@ def test_deepxde_sides_smoke(tmp_path):
          str(tmp_path / "s.md"), "--json", str(tmp_path / "s.json"))
     sides = json.loads((tmp_path / "s.json").read_text())["results"][0]["sides"]
     assert sides["deepxde-pytorch"]["ms_min"] > 0
+    assert sides["deepxde-pytorch"]["backend"] == "pytorch"

@@ -278,3 +278,37 @@ def test_every_problem_file_builds(path):
     assert built.problem.equations
     built.model()
     built.training()
+
+
+PLATE = """\
+domain:
+  difference:
+    - rectangle: {min: [0, 0], max: [2, 1]}
+    - {disk: {center: [0.5, 0.5], radius: 0.2}, parts: {circle: hole}}
+  parts: {left: inlet}
+  time: [0, 1]
+equations: {heat: "u_t - laplacian(u)"}
+conditions:
+  cold: {neumann: {u: 0}, on: hole}
+  hot: {dirichlet: {u: 1}, on: [inlet, "top"]}
+  corner: {dirichlet: {u: 0}, on: "x == 2 and y > 0.5"}
+"""
+
+
+def test_csg_with_renamed_parts_and_predicates():
+    built = load("plate.yaml", text=PLATE)
+    space = built.problem.space
+    assert set(space.boundary_parts) == {"inlet", "right", "bottom", "top", "hole"}
+    conds = built.problem.conditions
+    assert conds["cold"].on == "hole" and conds["hot"].on == ("inlet", "top")
+    assert str(conds["corner"].on) == "x == 2 and y > 0.5"
+    import numpy as np
+
+    assert np.asarray(space.contains(np.array([[0.5, 0.5], [1.5, 0.5]]))).tolist() == [False,
+                                                                                      True]
+    msg = error_of(PLATE.replace("{circle: hole}", "{circel: hole}"), name="plate.yaml")
+    assert msg.startswith("plate.yaml:4 domain.difference.1.parts:")
+    assert "no boundary part 'circel' (did you mean 'circle'?)" in msg
+    msg = error_of(PLATE.replace("on: hole", "on: hol"), name="plate.yaml")
+    assert msg.startswith("plate.yaml:9 conditions.cold.on: unknown boundary part 'hol' "
+                          "(did you mean 'hole'?)")

@@ -326,7 +326,8 @@ _LINEAR = {
     "expand_dims": (0,), "transpose": (0,), "slice": (0,), "rev": (0,), "reduce_sum": (0,),
     "copy": (0,), "copy_p": (0,), "cumsum": (0,), "real": (0,), "imag": (0,),
     "reduce_precision": (0,), "gather": (0,), "dynamic_slice": (0,), "split": (0,),
-    "concatenate": "all", "pad": (0, 1), "select_n": "cases", "add": "all", "sub": "all",
+    "unstack": (0,),
+    "concatenate": "all", "stack": "all", "pad": (0, 1), "select_n": "cases", "add": "all", "sub": "all",
     "add_any": "all", "dynamic_update_slice": (0, 1), "scatter-add": (0, 2),
     "scatter_add": (0, 2), "conj": (0,), "optimization_barrier": "all",
 }

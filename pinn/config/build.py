@@ -437,6 +437,23 @@ def shape_dim(ctx: _Ctx, s: S.ShapeSpec, path) -> int:
 
 def build_shape(ctx: _Ctx, s: S.ShapeSpec, path):
     """The geometry object for a shape spec (pinn.geometry, imported lazily)."""
+    shape = _build_shape(ctx, s, path)
+    if s.parts:
+        try:
+            shape = shape.rename(dict(s.parts))
+        except (ValueError, TypeError) as exc:
+            old = next((k for k in s.parts if k not in shape.boundary_parts), None)
+            where = tuple(path) + ("parts",)
+            if old is not None:
+                raise ConfigError(Issue(
+                    f"no boundary part '{old}'{suggest(old, shape.boundary_parts)} to rename; "
+                    f"this shape's parts are: {', '.join(shape.boundary_parts)}", where,
+                    ctx.source.location(where + (old,)))) from None
+            raise ctx.error(where, str(exc)) from None
+    return shape
+
+
+def _build_shape(ctx: _Ctx, s: S.ShapeSpec, path):
     import pinn.geometry as G
 
     kind, a = s.kind, s.args
@@ -469,6 +486,8 @@ def build_shape(ctx: _Ctx, s: S.ShapeSpec, path):
         for p in parts[1:]:
             out = out | p if kind == "union" else out - p if kind == "difference" else out & p
         return out
+    except ConfigError:
+        raise
     except (ValueError, TypeError) as exc:
         raise ctx.error(path, str(exc)) from None
 
@@ -538,7 +557,10 @@ def _on(ctx: _Ctx, c: S.ConditionSpec, path, domain, default="boundary"):
 
     if isinstance(on, list):
         return tuple(check(n, ppath + (i,)) for i, n in enumerate(on))
-    if on.isidentifier() and on not in ctx.namespace:
+    if on in known:
+        return on
+    dotted = all(p.isidentifier() for p in on.split("."))
+    if dotted and on not in ctx.namespace:
         if default == "interior" and on == "interior":
             return on
         return check(on, ppath)

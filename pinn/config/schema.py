@@ -13,6 +13,7 @@ its defaults.
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -119,6 +120,14 @@ def _bool(v: Any) -> bool:
     return v
 
 
+def _part_name(v: Any) -> str:
+    if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", v):
+        raise PydanticCustomError("part", "expected a boundary part name (letters, digits, _ "
+                                  "and dots, e.g. left or piece1.circle), got {got}",
+                                  {"got": _kind(v)})
+    return v
+
+
 Number = Annotated[float, BeforeValidator(_number)]
 Positive = Annotated[float, BeforeValidator(_number), Field(gt=0)]
 NonNegative = Annotated[float, BeforeValidator(_number), Field(ge=0)]
@@ -131,6 +140,7 @@ Size = Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_SIZE)]
 Seed = Annotated[int, BeforeValidator(_integer), Field(ge=0, lt=2**32)]
 Bool = Annotated[bool, BeforeValidator(_bool)]
 Name = Annotated[str, BeforeValidator(_name)]
+PartName = Annotated[str, BeforeValidator(_part_name)]
 Names = Annotated[list[Name], BeforeValidator(_names)]
 ExprLike = Annotated[Any, BeforeValidator(_expr_like)]
 ExprText = Annotated[str, BeforeValidator(_expr_text)]
@@ -300,6 +310,7 @@ class ShapeSpec(OneOf):
     union: Annotated[list[ShapeSpec], Field(min_length=2)] | None = None
     difference: Annotated[list[ShapeSpec], Field(min_length=2)] | None = None
     intersection: Annotated[list[ShapeSpec], Field(min_length=2)] | None = None
+    parts: dict[PartName, PartName] | None = None  # rename boundary parts: {circle: hole}
 
 
 
@@ -317,7 +328,7 @@ class DomainSpec(ShapeSpec):
     def shape(self) -> ShapeSpec:
         if self.space is not None:
             return self.space
-        return ShapeSpec(**{self.kind: self.args})
+        return ShapeSpec(**{self.kind: self.args, "parts": self.parts})
 
 
 # ---------------------------------------------------------------------------
@@ -333,7 +344,7 @@ class RobinArgs(Strict):
 
 
 class PeriodicArgs(Strict):
-    pair: Annotated[list[Name], Field(min_length=2, max_length=2)]
+    pair: Annotated[list[PartName], Field(min_length=2, max_length=2)]
     fields: Names | None = None
     order: Annotated[int, BeforeValidator(_integer), Field(ge=0, le=4)] = 1
 
@@ -381,8 +392,8 @@ Where = Annotated[Any, BeforeValidator(lambda v: _on(v))]
 def _on(v: Any):
     if isinstance(v, str) and v.strip():
         return v
-    if isinstance(v, list) and v and all(isinstance(s, str) and s.isidentifier() for s in v):
-        return v
+    if isinstance(v, list) and v:
+        return [_part_name(s) for s in v]
     raise PydanticCustomError(
         "on", "'on' is a boundary part name, a list of names, or a predicate such as "
         "\"x == 0\"; got {got}", {"got": _kind(v)})
