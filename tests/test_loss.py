@@ -129,3 +129,24 @@ def test_bad_part_name_is_reported():
     )
     with pytest.raises(ValueError, match=r"conditions\.wall\.on.*left"):
         assemble(p, _apply_of(lambda X: X[:, 0]), PTS)
+
+
+def test_hard_dirichlet_on_named_parts_only():
+    p = pinn.Problem(
+        domain=pinn.Rectangle((0, 0), (2, 1)),
+        equations={"pde": pinn.laplacian(u)},
+        conditions={"left": pinn.Dirichlet(u, y**2, on=("left", "top"), hard=True),
+                    "rest": pinn.Dirichlet(u, 0, on=("right", "bottom"))},
+    )
+    asm = assemble(p, lambda params, X: jnp.full((X.shape[0], 1), 5.0), PTS)
+    assert asm.names == ("pde", "rest")
+    left = p.space.sample_boundary(KEY, 32, pinn.Uniform(), on="left").points
+    top = p.space.sample_boundary(KEY, 32, pinn.Uniform(), on="top").points
+    right = p.space.sample_boundary(KEY, 32, pinn.Uniform(), on="right").points
+    for pts in (left, top):
+        np.testing.assert_allclose(asm.apply({}, pts)[:, 0], pts[:, 1] ** 2, atol=1e-6)
+    assert np.all(np.abs(asm.apply({}, right)[:, 0] - right[:, 1] ** 2) > 1e-3)
+    with pytest.raises(ValueError, match="predicate"):
+        bad = pinn.Problem(domain=p.domain, equations=dict(p.equations),
+                           conditions={"w": pinn.Dirichlet(u, 0, on=pinn.eq(x, 0), hard=True)})
+        assemble(bad, lambda params, X: X[:, :1], PTS)

@@ -35,6 +35,7 @@ class _Ctx:
         self.coords: tuple[E.Coord, ...] = ()
         self.fields: tuple[E.Field, ...] = ()
         self.params: dict[str, E.Param] = {}
+        self.hint = ""  # added to "unknown name" errors
 
     def error(self, path, message: str, column: int | None = None) -> ConfigError:
         path = tuple(path)
@@ -70,6 +71,8 @@ class _Ctx:
         except ParseError as exc:
             col = getattr(exc, "column", None)
             msg = _parse_message(exc)
+            if msg.startswith("unknown name") and self.hint:
+                msg += f" ({self.hint})"
             col_abs = None if col is None else col + offset
             where = f" (column {col_abs} of the {what})" if col_abs is not None else ""
             raise self.error(path, msg + where, col_abs) from None
@@ -356,6 +359,8 @@ def _coords_fields(ctx: _Ctx, spec: S.ProblemSpec, dim: int, has_time: bool) -> 
                 raise ctx.error(path, f"'{n}' is declared twice (in {seen[n]} and {kind}); "
                                 "every name may have one meaning")
             seen[n] = kind
+    if "fields" not in spec.model_fields_set:
+        ctx.hint = "fields default to [u]; declare others with fields: [u, v, ...]"
     ctx.coords = tuple(E.Coord(n) for n in names)
     ctx.fields = tuple(E.Field(n) for n in fields)
     for c in ctx.coords:

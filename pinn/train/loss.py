@@ -23,7 +23,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn import conditions as C
-from pinn.dsl import calculus
 from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate_on_points
 
@@ -122,74 +121,89 @@ def _initial(problem, key, n, sampler):
 # hard constraints
 
 
-def _box_distance(space):
-    """A smooth distance-like function vanishing exactly on a box boundary."""
+_WALLS = {"left": (0, "lo"), "right": (0, "hi"), "bottom": (1, "lo"), "top": (1, "hi"),
+          "front": (2, "lo"), "back": (2, "hi")}
+
+
+def _box_walls(problem, name, on):
+    """The ``box_distance`` walls of a hard Dirichlet condition on a box's parts."""
     from pinn import geometry as G
 
-    if isinstance(space, (G.Interval, G.Rectangle, G.Box)):
-        lo, hi = (np.asarray(b, dtype=np.float64) for b in space.bounds)
-        half = (hi - lo) / 2.0
-
-        def dist(x):
-            xs = x[:, : lo.shape[0]]
-            return jnp.prod((xs - lo) * (hi - xs) / half**2, axis=1)
-
-        return dist
-    return None
+    space = problem.space
+    if not isinstance(space, (G.Interval, G.Rectangle, G.Box)):
+        raise ValueError(
+            f"conditions.{name}: hard Dirichlet conditions are supported on intervals, "
+            f"rectangles and boxes, not on {type(space).__name__}; use hard=False"
+        )
+    if on == "boundary":
+        return list(range(space.dim))
+    parts = (on,) if isinstance(on, str) else on
+    if not isinstance(parts, tuple) or not all(isinstance(p, str) for p in parts):
+        raise ValueError(
+            f"conditions.{name}: a hard Dirichlet condition needs named parts (or 'boundary'), "
+            f"not a predicate; use hard=False with on={on}"
+        )
+    walls = []
+    for p in parts:
+        if p not in space.boundary_parts or p not in _WALLS:
+            raise ValueError(f"conditions.{name}.on: unknown part {p!r}; this "
+                             f"{type(space).__name__} has {', '.join(space.boundary_parts)}")
+        walls.append(_WALLS[p])
+    return walls
 
 
 def _hard_transforms(problem, apply, spatial_dim):
     """Wrap ``apply`` so hard Dirichlet/initial conditions hold exactly."""
+    from pinn.nets import box_distance, hard_dirichlet, hard_dirichlet_initial, hard_initial
+
     coords = problem.coords
     fidx = {f: i for i, f in enumerate(problem.fields)}
-    dirichlet: dict[int, E.Expr] = {}
-    initial: dict[int, E.Expr] = {}
+    dirichlet: dict[int, tuple] = {}
+    initial: dict[int, tuple] = {}
     for name, c in problem.conditions.items():
         if isinstance(c, C.Dirichlet) and c.hard:
-            if c.on != "boundary":
-                raise ValueError(
-                    f"conditions.{name}: hard Dirichlet conditions need on='boundary' (the whole "
-                    f"boundary), got on={c.on!r}; use a soft condition (hard=False) for parts"
-                )
-            if _box_distance(problem.space) is None:
-                raise ValueError(
-                    f"conditions.{name}: hard Dirichlet conditions are supported on intervals, "
-                    f"rectangles and boxes, not on {type(problem.space).__name__}; use hard=False"
-                )
+            lo, hi = (np.asarray(b, dtype=np.float64) for b in problem.space.bounds)
+            if problem.is_evolution:  # the distance ignores time; the box needs its column
+                lo, hi = np.append(lo, problem.time.t0), np.append(hi, problem.time.t1)
+            dist = box_distance(lo, hi, walls=_box_walls(problem, name, c.on))
             for f, v in c.values:
-                dirichlet[fidx[f]] = v
+                if fidx[f] in dirichlet:
+                    raise ValueError(f"conditions.{name}: field {f.name} already has a hard "
+                                     "Dirichlet condition; merge them into one")
+                dirichlet[fidx[f]] = (dist, v)
         if isinstance(c, C.Initial) and c.hard:
             if not problem.is_evolution:
                 raise ValueError(f"conditions.{name}: an initial condition needs a time interval")
+            rates = dict(c.rates)
             for f, v in c.values:
-                initial[fidx[f]] = v
+                initial[fidx[f]] = (v, rates.get(f))
     if not dirichlet and not initial:
         return apply
-    dist = _box_distance(problem.space)
-    t0 = problem.time.t0 if problem.is_evolution else None
-    t_sym = problem.time_coord
+    t0 = problem.time.t0 if problem.is_evolution else 0.0
 
-    def value(e, x):
-        return evaluate_on_points(e, coords, x, spatial=problem.spatial).astype(x.dtype)
+    def value(e):
+        def fn(x):
+            return evaluate_on_points(e, coords, x, spatial=problem.spatial).astype(x.dtype)
 
-    def wrapped(params, x):
-        out = apply(params, x)
-        cols = []
-        for j in range(out.shape[1]):
-            n = out[:, j]
-            if j in dirichlet and j in initial:
-                g = dirichlet[j]
-                g0 = calculus.substitute(g, {t_sym: t0})
-                a = value(g, x) + value(initial[j], x) - value(g0, x)
-                n = a + dist(x) * (x[:, -1] - t0) * n
-            elif j in dirichlet:
-                n = value(dirichlet[j], x) + dist(x) * n
-            elif j in initial:
-                n = value(initial[j], x) + (x[:, -1] - t0) * n
-            cols.append(n)
-        return jnp.stack(cols, axis=1)
+        return fn
 
-    return wrapped
+    out = apply
+    for j in sorted(set(dirichlet) | set(initial)):
+        if j in dirichlet and j in initial:
+            (dist, g), (u0, rate) = dirichlet[j], initial[j]
+            if rate is not None:
+                raise ValueError("hard initial conditions with a rate cannot be combined with "
+                                 "hard Dirichlet conditions on the same field; make one soft")
+            out = hard_dirichlet_initial(out, dist, value(g), value(u0), t_index=-1, t0=t0,
+                                         outputs=[j])
+        elif j in dirichlet:
+            dist, g = dirichlet[j]
+            out = hard_dirichlet(out, dist, value(g), outputs=[j])
+        else:
+            u0, rate = initial[j]
+            out = hard_initial(out, value(u0), t_index=-1, t0=t0,
+                               rate_fn=None if rate is None else value(rate), outputs=[j])
+    return out
 
 
 def periodic_embedding(problem) -> dict[int, float]:
