@@ -205,7 +205,7 @@ def solve(
     training = built.training()
     run_dir = _run_dir(out, built.name, resume)
     _write_config(run_dir, built, resume)
-    _out(f"{built.name}: training {built.spec.training.precision}-bit, "
+    _out(f"{built.name}: training in float{built.precision}, "
          f"{sum(s.steps for s in training.stages)} steps -> {run_dir}", quiet)
 
     from pinn.solve import precision_scope
@@ -251,11 +251,11 @@ def _finish_run(run_dir: Path, built, sol, wall: float) -> dict:
         "params": {k: float(v) for k, v in sol.learned_params().items()},
         "versions": versions(),
     })
-    hist = run_dir / "history.jsonl"
-    if not hist.exists() and sol.history:
+    if sol.history:  # the whole history (a resumed run's too), one JSON object per row
         from pinn.report.io import clean_json
 
-        write_text(hist, "".join(json.dumps(clean_json(r)) + "\n" for r in sol.history))
+        write_text(run_dir / "history.jsonl",
+                   "".join(json.dumps(clean_json(r)) + "\n" for r in sol.history))
     true_params = _true_params(built)
     ev = built.spec.evaluation
     return write_run_report(run_dir, built.problem, sol.evaluate, metrics=metrics,
