@@ -243,6 +243,8 @@ def worker_deepxde(case: Case, blocks: int) -> None:
 
 
 def worker_main(args) -> None:
+    if args.cpus:  # before jax or torch size their thread pools
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     case = replace(CASES[args.case], **json.loads(args.case_json or "{}"))
     if args.worker == "pinn":
         worker_pinn(case, args.blocks, not args.no_flops)
@@ -260,7 +262,7 @@ class Worker:
     """A side in its own process, driven block by block."""
 
     def __init__(self, side: str, case: Case, blocks: int, env: dict, log_dir: Path,
-                 flops: bool, timeout: float):
+                 flops: bool, timeout: float, cpus: str | None = None):
         self.side, self.timeout = side, timeout
         overrides = {k: getattr(case, k) for k in ("interior", "boundary", "initial", "block")}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", side, "--case",
@@ -269,6 +271,9 @@ class Worker:
             cmd.append("--no-flops")
         full_env = {k: v for k, v in os.environ.items() if k not in C.TUNED_MALLOC}
         full_env.update(env)
+        if cpus:
+            cmd += ["--cpus", cpus]
+            full_env["OMP_NUM_THREADS"] = str(len(cpus.split(",")))
         full_env["PYTHONUNBUFFERED"] = "1"
         if side.startswith("deepxde-"):
             full_env["DDE_BACKEND"] = side.split("-", 1)[1]
@@ -309,12 +314,13 @@ class Worker:
 
 
 def measure(case: Case, sides: list[str], env: dict, rounds: int, log_dir: Path,
-            flops: bool, timeout: float) -> dict:
+            flops: bool, timeout: float, cpus: str | None = None) -> dict:
     """Start every side, then interleave ``rounds`` timed blocks across them."""
     out: dict[str, dict] = {}
     live: list[Worker] = []
     # all sides compile at once (nothing is timed yet), then wait for each to be ready
-    started = [Worker(side, case, rounds, env, log_dir, flops, timeout) for side in sides]
+    started = [Worker(side, case, rounds, env, log_dir, flops, timeout, cpus)
+               for side in sides]
     for w in started:
         try:
             ready = w.read()
@@ -352,7 +358,7 @@ def measure(case: Case, sides: list[str], env: dict, rounds: int, log_dir: Path,
 
 
 def run_all(cases: list[Case], sides: list[str], allocators: list[str], rounds: int,
-            flops: bool, log_dir: Path, timeout: float) -> dict:
+            flops: bool, log_dir: Path, timeout: float, cpus: str | None = None) -> dict:
     results = []
     for case in cases:
         for alloc in allocators:
@@ -360,11 +366,11 @@ def run_all(cases: list[Case], sides: list[str], allocators: list[str], rounds: 
                   f"{', '.join(sides)}", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             sides_out = measure(case, sides, ALLOCATORS[alloc], rounds, log_dir, flops,
-                                timeout)
+                                timeout, cpus)
             results.append({"case": asdict(case), "label": case.label, "allocator": alloc,
                             "sides": sides_out, "seconds": time.perf_counter() - t0})
             print(summary_lines(results[-1]), file=sys.stderr, flush=True)
-    return {"machine": C.machine(), "rounds": rounds, "sides": sides,
+    return {"machine": C.machine(), "rounds": rounds, "sides": sides, "cpus": cpus,
             "allocators": allocators, "results": results}
 
 
@@ -394,6 +400,9 @@ def report(data: dict, command: str) -> str:
         lines += [f"**The machine was loaded** (load average {load[0]:.1f} on {m['cores']} "
                   "cores when the run started): absolute times are inflated and noisy; "
                   "compare the ratios, measured in the same run with interleaved blocks.", ""]
+    if data.get("cpus"):
+        lines += [f"Every side was pinned to CPU(s) {data['cpus']} with OMP_NUM_THREADS = "
+                  f"{len(str(data['cpus']).split(','))} (`--cpus`).", ""]
     lines += [f"Adam (lr 1e-3), float32; {data['rounds']} interleaved timed blocks per side; "
               "`min` and `median` over the blocks. `x pinn` is the side's minimum time over "
               "pinn's (above 1: pinn is faster). `CPU use`: process CPU time over wall time "
@@ -464,6 +473,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="timed blocks per side")
     ap.add_argument("--block", type=int, default=None, help="steps per timed block")
     ap.add_argument("--no-flops", action="store_true", help="skip the XLA cost analysis")
+    ap.add_argument("--cpus", default=None,
+                    help="pin every side to these CPUs (e.g. 0) and set OMP_NUM_THREADS to "
+                         "their number: fairer on a loaded machine, where PyTorch's OpenMP "
+                         "threads spin while waiting for descheduled siblings")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny sizes, one round, pinn and jax-jvp, tuned allocator; writes nothing "
                          "unless --out is given")
@@ -520,7 +533,8 @@ def main(argv=None) -> int:
         cases = [replace(c, block=args.block) for c in cases]
     log_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "pinn-speed-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    data = run_all(cases, sides, allocators, rounds, not args.no_flops, log_dir, args.timeout)
+    data = run_all(cases, sides, allocators, rounds, not args.no_flops, log_dir, args.timeout,
+                   args.cpus)
     data["command"] = command
     text = report(data, command)
     if jpath is not None:

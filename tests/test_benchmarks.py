@@ -100,12 +100,14 @@ def test_accuracy_smoke(tmp_path):
 
 def test_speed_smoke(tmp_path):
     md, js = tmp_path / "SPEED.md", tmp_path / "speed.json"
-    _run("speed.py", "--smoke", "--no-flops", "--out", str(md), "--json", str(js))
+    _run("speed.py", "--smoke", "--no-flops", "--cpus", "0", "--out", str(md), "--json",
+         str(js))
     data = json.loads(js.read_text())
     sides = data["results"][0]["sides"]
     for side in ("pinn", "jax-jvp"):
         assert sides[side]["ms_min"] > 0, sides[side]
         assert sides[side]["env"]["MALLOC_ARENA_MAX"] == "1"  # the tuned allocator
+        assert sides[side]["env"]["OMP_NUM_THREADS"] == "1"   # pinned to one CPU
     assert "| a | tuned | pinn |" in md.read_text()
 
 

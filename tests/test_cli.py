@@ -192,8 +192,10 @@ def test_info(capsys):
 def test_malloc_switch(monkeypatch):
     from pinn.cli import tune_malloc
 
-    monkeypatch.setenv("PINN_MALLOC", "0")
-    assert tune_malloc() is False
+    monkeypatch.delenv("PINN_MALLOC", raising=False)
+    assert tune_malloc() is False  # off unless asked for
+    monkeypatch.setenv("PINN_MALLOC", "1")
+    assert tune_malloc() is sys.platform.startswith("linux")
 
 
 def test_predict_and_plot_need_a_finished_run(capsys, tmp_path):

@@ -13,11 +13,23 @@ import numpy as np
 import pytest
 
 from pinn.compile import (
-    IndexSet, UnsupportedPrimitive, derivatives, multi_index, polarization, supported_primitives,
+    IndexSet,
+    UnsupportedPrimitive,
+    derivatives,
+    multi_index,
+    polarization,
+    supported_primitives,
 )
-from pinn.compile.plan import StreamSet, lower_set
+from pinn.compile.plan import Collapsed, StreamSet, lower_set
 
 STRATEGIES = ("taylor", "jvp", "jet")
+
+
+def jderivatives(apply, params, x, alphas, strategy, combos=()):
+    """``derivatives`` under one ``jax.jit`` (one XLA compile is cheaper than
+    dispatching every small op eagerly)."""
+    return jax.jit(lambda p, z: derivatives(apply, p, z, alphas, strategy=strategy,
+                                            combos=combos))(params, x)
 
 
 @pytest.fixture(autouse=True)
@@ -85,10 +97,8 @@ def all_alphas(d, max_order):
 CASES = {
     # name: (kinds per output column, max order)
     "1d_poly": ([[("poly", 2.0)]], 4),
-    "1d_trig_exp_2out": ([[("sin", 1.3)], [("exp", -0.7)]], 4),
     "2d_sin_exp": ([[("sin", 1.1), ("exp", 0.6)]], 4),
     "2d_time_2out": ([[("cos", 0.9), ("exp", -1.5)], [("poly", 1.0), ("sin", 2.0)]], 3),
-    "3d_space": ([[("sin", 1.0), ("cos", 0.5), ("exp", 0.3)]], 3),
     "3d_plus_time": ([[("sin", 1.0), ("poly", 0.5), ("cos", 0.7), ("exp", -1.0)]], 2),
 }
 
@@ -98,13 +108,13 @@ CASES = {
 def test_closed_forms(case, strategy):
     kinds, order = CASES[case]
     d = len(kinds[0])
+    if strategy == "jet" and case != "1d_poly":
+        pytest.skip("jet: one case here (and mixed partials in test_strategies_agree_on_mlp)")
     apply, exact = product_net(kinds)
     params = jnp.linspace(0.8, 1.3, len(kinds))
-    x = jax.random.uniform(jax.random.PRNGKey(1), (6, d), minval=-1.0, maxval=1.0)
+    x = jax.random.uniform(jax.random.PRNGKey(1), (5, d), minval=-1.0, maxval=1.0)
     alphas = all_alphas(d, order)
-    if d >= 3 and strategy == "jet":  # keep the polarization systems small
-        alphas = [a for a in alphas if sum(a) <= 2]
-    got = derivatives(apply, params, x, [(0,) * d, *alphas], strategy=strategy)
+    got = jderivatives(apply, params, x, ((0,) * d, *alphas), strategy)
     np.testing.assert_allclose(got[(0,) * d], apply(params, x), rtol=1e-12)
     for a in alphas:
         want = exact(params, x, a)
@@ -136,14 +146,14 @@ def mlp(params, x, act=jnp.tanh):
 
 def test_mlp_finite_differences():
     """Orders 1 and 2 (mixed too) of a random tanh MLP against central differences."""
-    params = init_mlp(jax.random.PRNGKey(0), [3, 12, 12, 2])
+    params = init_mlp(jax.random.PRNGKey(0), [3, 8, 8, 2])
     x = jax.random.uniform(jax.random.PRNGKey(1), (5, 3))
     f = lambda z: mlp(params, z)
     h = 1e-4
     e = np.eye(3) * h
     first = [tuple(int(i == j) for j in range(3)) for i in range(3)]
     second = [a for a in all_alphas(3, 2) if sum(a) == 2]
-    got = derivatives(mlp, params, x, first + second, strategy="taylor")
+    got = jderivatives(mlp, params, x, tuple(first + second), "taylor")
     for i, a in enumerate(first):
         fd = (f(x + e[i]) - f(x - e[i])) / (2 * h)
         np.testing.assert_allclose(got[a], fd, rtol=1e-6, atol=1e-8)
@@ -154,74 +164,72 @@ def test_mlp_finite_differences():
         np.testing.assert_allclose(got[a], fd, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("d,order", [(1, 4), (2, 4), (3, 3)])
-def test_strategies_agree_on_mlp(d, order):
-    params = init_mlp(jax.random.PRNGKey(d), [d, 10, 10, 3])
-    x = jax.random.uniform(jax.random.PRNGKey(7), (4, d), minval=-1, maxval=1)
-    alphas = [(0,) * d] + all_alphas(d, order)
-    ref = derivatives(mlp, params, x, alphas, strategy="jvp")
-    for s in ("taylor", "jet"):
-        got = derivatives(mlp, params, x, alphas, strategy=s)
-        for a in alphas:
+def test_strategies_agree_on_mlp():
+    """Orders 1-4 with all mixed partials of a random 2-D MLP: Taylor (and jet up
+    to order 3) against nested jvp."""
+    params = init_mlp(jax.random.PRNGKey(2), [2, 8, 8, 3])
+    x = jax.random.uniform(jax.random.PRNGKey(7), (5, 2), minval=-1, maxval=1)
+    alphas = tuple([(0, 0)] + all_alphas(2, 4))
+    ref = jderivatives(mlp, params, x, alphas, "jvp")
+    for s, orders in (("taylor", alphas), ("jet", ((3, 0), (2, 1), (1, 2)))):
+        got = jderivatives(mlp, params, x, orders, s)
+        for a in orders:
             scale = float(jnp.max(jnp.abs(ref[a]))) + 1.0
             assert float(jnp.max(jnp.abs(got[a] - ref[a]))) <= 1e-11 * scale, (s, a)
 
 
 ACTS = {
-    "sin": jnp.sin, "gelu": jax.nn.gelu, "gelu_exact": lambda v: jax.nn.gelu(v, approximate=False),
+    "tanh": jnp.tanh, "sin": jnp.sin, "gelu": jax.nn.gelu,
+    "gelu_exact": lambda v: jax.nn.gelu(v, approximate=False),
     "silu": jax.nn.silu, "softplus": jax.nn.softplus, "sigmoid": jax.nn.sigmoid,
-    "relu": jax.nn.relu, "elu-ish": lambda v: jnp.where(v > 0, v, jnp.expm1(v)),
+    "relu": jax.nn.relu, "elu": lambda v: jnp.where(v > 0, v, jnp.expm1(v)),
     "rational": lambda v: v / (1.0 + v * v) + jnp.sqrt(2.0 + v * v) ** 3 - jnp.log1p(v * v),
     "pow": lambda v: jnp.power(1.5 + jnp.cos(v), 2.5) + jnp.arctan(v) + jnp.abs(v) ** 3,
-    "misc": lambda v: jnp.exp(-v * v) * jnp.cosh(v) + jnp.tan(0.3 * v) + jnp.erf(v),
+    "misc": lambda v: (jnp.exp(-v * v) * jnp.cosh(v) + jnp.tan(0.3 * v)
+                       + jax.scipy.special.erf(v) + jnp.minimum(v, 0.2 * v)),
 }
 
 
-@pytest.mark.parametrize("act", list(ACTS))
-def test_taylor_rules_match_jvp(act):
+def mixed_net(params, z):
+    """Fourier features, then one hidden layer whose units use every activation
+    in ACTS (slices, concatenate, reshape, reversed columns)."""
+    (b,), (w1, b1), (w2, b2) = params
+    h = z @ b
+    h = jnp.concatenate([jnp.cos(h), jnp.sin(h), z[:, :1] ** 2], axis=1) @ w1 + b1
+    parts = [f(h[:, 2 * i:2 * i + 2]) for i, f in enumerate(ACTS.values())]
+    h = jnp.concatenate(parts, axis=1).reshape(z.shape[0], 2 * len(ACTS))
+    return (h @ w2 + b2)[:, ::-1]
+
+
+def test_taylor_rules_match_jvp():
     """Taylor mode's primitive rules (through nested jit/custom_jvp calls) vs nested jvp."""
-    params = init_mlp(jax.random.PRNGKey(3), [2, 8, 8, 1])
-    x = jax.random.uniform(jax.random.PRNGKey(4), (5, 2), minval=-1, maxval=1)
-    f = lambda p, z: mlp(p, z, ACTS[act])
-    alphas = [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (3, 0), (1, 2), (2, 2)]
+    keys = jax.random.split(jax.random.PRNGKey(3), 4)
+    k = len(ACTS)
+    params = [(jax.random.normal(keys[0], (2, 4)),),
+              (jax.random.normal(keys[1], (9, 2 * k)) / 3, jnp.linspace(-0.5, 0.5, 2 * k)),
+              (jax.random.normal(keys[2], (2 * k, 2)) / 4, jnp.zeros(2))]
+    x = jax.random.uniform(keys[3], (5, 2), minval=-1, maxval=1)
+    alphas = ((0, 0), (1, 0), (0, 1), (1, 1), (2, 1))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no silent fallback to jvp
-        got = derivatives(f, params, x, alphas, strategy="taylor")
-    ref = derivatives(f, params, x, alphas, strategy="jvp")
+        got = jderivatives(mixed_net, params, x, alphas, "taylor")
+    ref = jderivatives(mixed_net, params, x, alphas, "jvp")
     for a in alphas:
         scale = float(jnp.max(jnp.abs(ref[a]))) + 1.0
         assert float(jnp.max(jnp.abs(got[a] - ref[a]))) <= 1e-10 * scale, a
 
 
-def test_fourier_features_and_concatenate():
-    """Layers that concatenate, slice and reshape their input still work."""
-    b = jax.random.normal(jax.random.PRNGKey(5), (2, 6))
-
-    def f(p, z):
-        h = z @ b
-        h = jnp.concatenate([jnp.cos(h), jnp.sin(h), z[:, :1] ** 2], axis=1)
-        return mlp(p, h)[:, ::-1].reshape(z.shape[0], 2)
-
-    params = init_mlp(jax.random.PRNGKey(6), [13, 8, 2])
-    x = jax.random.uniform(jax.random.PRNGKey(8), (4, 2))
-    alphas = [(1, 0), (0, 2), (2, 1), (0, 4)]
-    got = derivatives(f, params, x, alphas, strategy="taylor")
-    ref = derivatives(f, params, x, alphas, strategy="jvp")
-    for a in alphas:
-        np.testing.assert_allclose(got[a], ref[a], rtol=1e-10, atol=1e-10)
-
-
 def test_collapsed_streams():
     """A combination of highest derivatives carried as one stream equals the sum."""
-    params = init_mlp(jax.random.PRNGKey(9), [3, 10, 10, 2])
+    params = init_mlp(jax.random.PRNGKey(9), [3, 8, 2])
     x = jax.random.uniform(jax.random.PRNGKey(10), (5, 3))
     heat = (((0, 0, 1), 1.0), ((2, 0, 0), -0.3), ((0, 2, 0), -0.3))
     bih = (((4, 0, 0), 1.0), ((2, 2, 0), 2.0), ((0, 4, 0), 1.0))
     for combo in (heat, bih):
-        got = derivatives(mlp, params, x, [(1, 0, 0)], combos=[combo], strategy="taylor")
-        ref = derivatives(mlp, params, x, [g for g, _ in combo], strategy="jvp")
+        got = jderivatives(mlp, params, x, ((1, 0, 0),), "taylor", combos=(combo,))
+        ref = jderivatives(mlp, params, x, tuple(g for g, _ in combo), "jvp")
         want = sum(v * ref[g] for g, v in combo)
-        np.testing.assert_allclose(got[combo], want, rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(got[Collapsed(combo)], want, rtol=1e-11, atol=1e-11)
     with pytest.raises(ValueError, match="cannot be collapsed"):
         derivatives(mlp, params, x, [(2, 0, 0)], combos=[heat, bih], strategy="taylor")
 
@@ -231,23 +239,23 @@ def test_collapsed_streams():
 
 
 def test_jit_grad_vmap():
-    params = init_mlp(jax.random.PRNGKey(11), [2, 8, 8, 1])
-    x = jax.random.uniform(jax.random.PRNGKey(12), (6, 2))
-    alphas = [(0, 0), (1, 0), (0, 2), (2, 2)]
+    params = init_mlp(jax.random.PRNGKey(11), [2, 8, 1])
+    x = jax.random.uniform(jax.random.PRNGKey(12), (5, 2))
+    alphas = [(0, 0), (1, 0), (0, 2), (1, 1)]
 
     def loss(p, z, s):
         return sum(jnp.sum(v ** 2) for v in derivatives(mlp, p, z, alphas, strategy=s).values())
 
-    g_t = jax.jit(jax.grad(loss), static_argnums=2)(params, x, "taylor")
-    g_j = jax.grad(loss)(params, x, "jvp")
+    grad = jax.jit(jax.grad(loss), static_argnums=2)
+    g_t, g_j = grad(params, x, "taylor"), grad(params, x, "jvp")
     for a, b in zip(jax.tree.leaves(g_t), jax.tree.leaves(g_j), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     # vmap over a batch of point sets, and over parameter ensembles
     xs = jnp.stack([x, x[::-1], 0.5 * x])
-    vm = jax.vmap(lambda z: derivatives(mlp, params, z, alphas, strategy="taylor")[(2, 2)])(xs)
+    vm = jax.vmap(lambda z: derivatives(mlp, params, z, alphas, strategy="taylor")[(1, 1)])(xs)
     for i in range(3):
         np.testing.assert_allclose(
-            vm[i], derivatives(mlp, params, xs[i], alphas, strategy="jvp")[(2, 2)], rtol=1e-10)
+            vm[i], derivatives(mlp, params, xs[i], alphas, strategy="jvp")[(1, 1)], rtol=1e-10)
     ens = jax.tree.map(lambda a: jnp.stack([a, 2 * a]), params)
     ve = jax.vmap(lambda p: derivatives(mlp, p, x, alphas, strategy="taylor")[(0, 2)])(ens)
     np.testing.assert_allclose(
@@ -261,7 +269,7 @@ def test_unsupported_primitive_falls_back():
         return jnp.max(h, axis=1, keepdims=True) + jnp.cumprod(h, axis=1)[:, -1:]
 
     p = jax.random.normal(jax.random.PRNGKey(13), (2, 4))
-    x = jax.random.uniform(jax.random.PRNGKey(14), (3, 2))
+    x = jax.random.uniform(jax.random.PRNGKey(14), (5, 2))
     with pytest.raises(UnsupportedPrimitive, match="strategy='jvp'"):
         derivatives(f, p, x, [(1, 0)], strategy="taylor")
     with pytest.warns(UserWarning, match="nested jvp"):

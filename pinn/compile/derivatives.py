@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pinn.compile.plan import Combo, IndexSet, MultiIndex, StreamSet, order, polarization
+from pinn.compile.plan import Collapsed, Combo, IndexSet, MultiIndex, StreamSet, order, polarization
 from pinn.compile.taylor import UnsupportedPrimitive, taylor_derivatives
 
 __all__ = ["STRATEGIES", "derivatives", "jvp_derivatives", "jet_derivatives"]
@@ -142,8 +142,8 @@ def derivatives(apply: Callable, params, x, alphas: Iterable[MultiIndex], *,
 
     Returns ``{alpha: d^alpha apply(params, x)}`` for each multi-index
     ``alpha`` over the ``d`` inputs (``(0,) * d`` is the value), and
-    ``{combo: sum_g v_g d^g apply(params, x)}`` for each ``combo = ((g, v_g),
-    ...)`` in ``combos``: a fixed combination of derivatives that the caller
+    ``{Collapsed(combo): sum_g v_g d^g apply(params, x)}`` for each ``combo =
+    ((g, v_g), ...)`` in ``combos``: a fixed combination of derivatives that the caller
     needs only as a whole, which Taylor mode carries as ONE stream
     (collapsed Taylor mode) when every ``g`` is maximal.  ``strategy``:
     ``"auto"`` (Taylor mode, falling back to nested jvp for networks with
@@ -158,7 +158,7 @@ def derivatives(apply: Callable, params, x, alphas: Iterable[MultiIndex], *,
         raise ValueError(f"points must be a 2-D array [N, d], got shape {tuple(x.shape)}")
     d = x.shape[-1]
     alphas = _check(alphas, d)
-    combos = tuple(tuple((tuple(g), float(v)) for g, v in c) for c in combos)
+    combos = tuple(c if isinstance(c, Collapsed) else Collapsed(c) for c in combos)
     for c in combos:
         _check([g for g, _ in c], d)
     if not combos and all(order(a) == 0 for a in alphas):

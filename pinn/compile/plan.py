@@ -151,6 +151,33 @@ Combo = tuple[tuple[MultiIndex, float], ...]
 
 
 @dataclass(frozen=True)
+class Collapsed:
+    """The key of a collapsed derivative ``sum_g v_g d^g u`` in the results of
+    :func:`pinn.compile.derivatives`: ``parts = ((g, v_g), ...)``.
+
+    It sorts after every plain multi-index, so a result dict mixing both kinds
+    of keys is a valid JAX pytree (``jit`` sorts dict keys)."""
+
+    parts: Combo
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", tuple((tuple(int(i) for i in g), float(v))
+                                                for g, v in self.parts))
+
+    def __iter__(self):
+        return iter(self.parts)
+
+    def __len__(self):
+        return len(self.parts)
+
+    def __lt__(self, other):
+        return isinstance(other, Collapsed) and self.parts < other.parts
+
+    def __gt__(self, other):
+        return not isinstance(other, Collapsed) or self.parts > other.parts
+
+
+@dataclass(frozen=True)
 class StreamSet:
     """The coefficient streams Taylor mode pushes through a network.
 

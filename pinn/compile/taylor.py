@@ -30,7 +30,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
-from pinn.compile.plan import IndexSet, StreamSet
+from pinn.compile.plan import Collapsed, IndexSet, StreamSet
 
 __all__ = ["UnsupportedPrimitive", "taylor_derivatives", "taylor_series", "supported_primitives"]
 
@@ -654,5 +654,5 @@ def taylor_derivatives(apply: Callable, params, x, streams: StreamSet | IndexSet
         f = streams.output_scale(k)
         out[tuple(a)] = coeffs[k] if f == 1.0 else coeffs[k] * f
     for n, combo in enumerate(streams.combos):
-        out[combo] = coeffs[S.size + n]
+        out[combo if isinstance(combo, Collapsed) else Collapsed(combo)] = coeffs[S.size + n]
     return out

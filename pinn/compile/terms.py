@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn.compile.derivatives import STRATEGIES, derivatives
-from pinn.compile.plan import MultiIndex, multi_index
+from pinn.compile.plan import Collapsed, MultiIndex, multi_index
 from pinn.dsl import calculus
 from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate
@@ -247,7 +247,7 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
     if not groups:
         return expanded, leaves, ()
 
-    combos = tuple(tuple((g, _clean(r)) for g, r in grp) for grp in groups)
+    combos = tuple(Collapsed(tuple((g, _clean(r)) for g, r in grp)) for grp in groups)
     new_leaves = {n: v for n, v in leaves.items()
                   if not any(v[1] == g for c in combos for g, _ in c)}
     new_expanded = {}

@@ -241,7 +241,7 @@ def draw(owner, key, n: int, sampler, kind: str, on, coords):
     if not spec.rejects:
         x, nrm, part, _ = propose(spec, sampler.unit(key, n, spec.dunit))
         return x, nrm, part
-    rate = acceptance_rate(owner, kind, on, coords, dtype)
+    rate = acceptance_rate(*owner._rate_key(kind, on, coords), dtype)
     m = candidates_for(n, rate)
 
     def prop(k):

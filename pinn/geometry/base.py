@@ -252,6 +252,14 @@ class Domain:
         x, nrm, part = _jit_draw(self, key, _check_n(n), sampler, "boundary", on, names)
         return BoundarySample(x, nrm, part)
 
+    def _rate_key(self, kind, on, coords):
+        """Arguments of the (cached) acceptance-rate estimate for this sampling task."""
+        if kind == "boundary":
+            parts = self._resolve_parts(on)
+            if parts is not None:  # one key for "boundary", a name, and the same names
+                return self, kind, tuple(p for p in self.boundary_parts if p in parts), None
+        return self, kind, on, coords
+
     def _coord_key(self, on, coords):
         from pinn.dsl.expr import Expr
 

@@ -149,6 +149,12 @@ class SpaceTime(Domain):
         return Spec(space.pieces, space.part, space.pdim, space.boundary, space.tol, extra=1,
                     finish=self._finish, keep=keep, accept=space.accept)
 
+    def _rate_key(self, kind, on, coords):
+        if kind == "boundary" and self._resolve_parts(on) is None:
+            return self, kind, on, coords  # the predicate may use t
+        return self.space._rate_key(kind, self._space_on(on) if kind == "boundary" else None,
+                                    None)
+
     def _space_on(self, on):
         parts = self._resolve_parts(on)
         return self.space.boundary_parts if parts is None else parts
