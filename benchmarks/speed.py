@@ -402,7 +402,8 @@ def report(data: dict, command: str) -> str:
                   "compare the ratios, measured in the same run with interleaved blocks.", ""]
     if data.get("cpus"):
         lines += [f"Every side was pinned to CPU(s) {data['cpus']} with OMP_NUM_THREADS = "
-                  f"{len(str(data['cpus']).split(','))} (`--cpus`).", ""]
+                  f"{len(str(data['cpus']).split(','))} (`--cpus`); `%peak` is still against "
+                  "the whole machine.", ""]
     lines += [f"Adam (lr 1e-3), float32; {data['rounds']} interleaved timed blocks per side; "
               "`min` and `median` over the blocks. `x pinn` is the side's minimum time over "
               "pinn's (above 1: pinn is faster). `CPU use`: process CPU time over wall time "
@@ -483,7 +484,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="markdown file (default benchmarks/SPEED.md)")
     ap.add_argument("--json", default=None,
                     help="raw results (default benchmarks/results/speed.json)")
-    ap.add_argument("--from-json", default=None, help="only regenerate the markdown")
+    ap.add_argument("--from-json", default=None,
+                    help="only regenerate the markdown (a comma list merges several runs)")
     ap.add_argument("--timeout", type=float, default=1800.0,
                     help="seconds to wait for one worker answer")
     # worker mode (internal)
@@ -501,9 +503,16 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else (None if args.smoke else C.HERE / "SPEED.md")
     jpath = Path(args.json) if args.json else (
         None if args.smoke else C.HERE / "results" / "speed.json")
-    if args.from_json:
-        data = C.read_json(args.from_json)
-        C.write_text(out or C.HERE / "SPEED.md", report(data, data.get("command", command)))
+    if args.from_json:  # one file, or several runs (comma list) shown one after another
+        runs = [C.read_json(p) for p in args.from_json.split(",")]
+        data = {**runs[0], "results": [r for d in runs for r in d["results"]]}
+        cmds = "; ".join(d.get("command", "?") for d in runs)
+        if len(runs) > 1:
+            cmds += f" (separate runs; ratios only within a case), merged by `{command}`"
+            data["machine"]["load_average"] = max(
+                (d["machine"].get("load_average") or [0, 0, 0] for d in runs),
+                key=lambda v: v[0])
+        C.write_text(out or C.HERE / "SPEED.md", report(data, cmds))
         return 0
 
     cases = [CASES[k.strip()] for k in args.cases.split(",") if k.strip()]

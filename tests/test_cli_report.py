@@ -109,3 +109,33 @@ def test_non_finite_values_become_null(tmp_path):
     write_json(tmp_path / "m.json", {"a": float("nan"), "b": np.float32(2.5),
                                      "c": np.arange(2)})
     assert json.loads((tmp_path / "m.json").read_text()) == {"a": None, "b": 2.5, "c": [0, 1]}
+
+
+MMS = """\
+domain: {rectangle: {min: [0, 0], max: [2, 1]}, time: [0, 1]}
+params: {c: 2}
+equations: {wave: "u_tt - c^2*laplacian(u)"}
+conditions:
+  right: {neumann: {u: NEU}, on: right}
+  top: {robin: {u: {a: 1, b: 0.5, value: ROB}}, on: top}
+  seam: {periodic: {pair: [left, right], order: 1}}
+  start: {initial: {u: "sin(2*pi*y)*cos(pi*x)"}, rate: {u: 0}}
+  mean: {constraint: "u_x = -pi*sin(pi*x)*sin(2*pi*y)*cos(sqrt(5)*pi*c*t)", on: interior}
+exact: {u: "cos(sqrt(5)*pi*c*t)*cos(pi*x)*sin(2*pi*y)"}
+"""
+
+
+def test_manufactured_check_covers_every_condition_type():
+    from pinn.report.manufactured import check
+
+    # on x = 2: du/dn = u_x = -pi sin(2 pi) ... = 0; on y = 1: u + 0.5 u_y = pi*cos(..)*cos(pi x)
+    text = MMS.replace("NEU", "0").replace("ROB", '"pi*cos(sqrt(5)*pi*c*t)*cos(pi*x)"')
+    results = {c.name: c for c in check(load("mms.yaml", text=text).problem, n=200)}
+    assert set(results) == {"wave", "right", "top", "seam", "start", "mean"}
+    for c in results.values():
+        assert c.ok, c
+        assert c.max_residual < 1e-10 * max(c.scale, 1.0)
+    bad = text.replace("u_tt - c^2", "u_tt + c^2").replace("b: 0.5", "b: -0.5")
+    results = {c.name: c for c in check(load("mms.yaml", text=bad).problem, n=200)}
+    assert not results["wave"].ok and results["wave"].max_residual > 10
+    assert not results["top"].ok and results["right"].ok

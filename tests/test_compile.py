@@ -110,6 +110,8 @@ def test_closed_forms(case, strategy):
     d = len(kinds[0])
     if strategy == "jet" and case != "1d_poly":
         pytest.skip("jet: one case here (and mixed partials in test_strategies_agree_on_mlp)")
+    if strategy == "jvp" and case in ("1d_poly", "2d_sin_exp"):
+        pytest.skip("jvp: the multi-output and 4-D cases suffice (it is the reference elsewhere)")
     apply, exact = product_net(kinds)
     params = jnp.linspace(0.8, 1.3, len(kinds))
     x = jax.random.uniform(jax.random.PRNGKey(1), (5, d), minval=-1.0, maxval=1.0)
@@ -146,19 +148,19 @@ def mlp(params, x, act=jnp.tanh):
 
 def test_mlp_finite_differences():
     """Orders 1 and 2 (mixed too) of a random tanh MLP against central differences."""
-    params = init_mlp(jax.random.PRNGKey(0), [3, 8, 8, 2])
-    x = jax.random.uniform(jax.random.PRNGKey(1), (5, 3))
+    params = init_mlp(jax.random.PRNGKey(0), [2, 8, 8, 2])
+    x = jax.random.uniform(jax.random.PRNGKey(1), (5, 2))
     f = lambda z: mlp(params, z)
     h = 1e-4
-    e = np.eye(3) * h
-    first = [tuple(int(i == j) for j in range(3)) for i in range(3)]
-    second = [a for a in all_alphas(3, 2) if sum(a) == 2]
+    e = np.eye(2) * h
+    first = [(1, 0), (0, 1)]
+    second = [(2, 0), (1, 1), (0, 2)]
     got = jderivatives(mlp, params, x, tuple(first + second), "taylor")
     for i, a in enumerate(first):
         fd = (f(x + e[i]) - f(x - e[i])) / (2 * h)
         np.testing.assert_allclose(got[a], fd, rtol=1e-6, atol=1e-8)
     for a in second:
-        i, j = [k for k in range(3) for _ in range(a[k])]
+        i, j = [k for k in range(2) for _ in range(a[k])]
         fd = (f(x + e[i] + e[j]) - f(x + e[i] - e[j]) - f(x - e[i] + e[j])
               + f(x - e[i] - e[j])) / (4 * h * h)
         np.testing.assert_allclose(got[a], fd, rtol=1e-5, atol=1e-6)
@@ -179,10 +181,9 @@ def test_strategies_agree_on_mlp():
 
 
 ACTS = {
-    "tanh": jnp.tanh, "sin": jnp.sin, "gelu": jax.nn.gelu,
-    "gelu_exact": lambda v: jax.nn.gelu(v, approximate=False),
-    "silu": jax.nn.silu, "softplus": jax.nn.softplus, "sigmoid": jax.nn.sigmoid,
-    "relu": jax.nn.relu, "elu": lambda v: jnp.where(v > 0, v, jnp.expm1(v)),
+    "gelu": jax.nn.gelu, "gelu_exact": lambda v: jax.nn.gelu(v, approximate=False),
+    "silu": jax.nn.silu, "softplus": jax.nn.softplus, "relu": jax.nn.relu,
+    "elu": lambda v: jnp.where(v > 0, v, jnp.expm1(v)),
     "rational": lambda v: v / (1.0 + v * v) + jnp.sqrt(2.0 + v * v) ** 3 - jnp.log1p(v * v),
     "pow": lambda v: jnp.power(1.5 + jnp.cos(v), 2.5) + jnp.arctan(v) + jnp.abs(v) ** 3,
     "misc": lambda v: (jnp.exp(-v * v) * jnp.cosh(v) + jnp.tan(0.3 * v)
@@ -209,7 +210,7 @@ def test_taylor_rules_match_jvp():
               (jax.random.normal(keys[1], (9, 2 * k)) / 3, jnp.linspace(-0.5, 0.5, 2 * k)),
               (jax.random.normal(keys[2], (2 * k, 2)) / 4, jnp.zeros(2))]
     x = jax.random.uniform(keys[3], (5, 2), minval=-1, maxval=1)
-    alphas = ((0, 0), (1, 0), (0, 1), (1, 1), (2, 1))
+    alphas = ((1, 0), (1, 1), (2, 1))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no silent fallback to jvp
         got = jderivatives(mixed_net, params, x, alphas, "taylor")
@@ -248,19 +249,22 @@ def test_jit_grad_vmap():
 
     grad = jax.jit(jax.grad(loss), static_argnums=2)
     g_t, g_j = grad(params, x, "taylor"), grad(params, x, "jvp")
+    g_ref = jax.jit(lambda p, z: derivatives(mlp, p, z, alphas, strategy="jvp")[(1, 1)])
     for a, b in zip(jax.tree.leaves(g_t), jax.tree.leaves(g_j), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     # vmap over a batch of point sets, and over parameter ensembles
-    xs = jnp.stack([x, x[::-1], 0.5 * x])
-    vm = jax.vmap(lambda z: derivatives(mlp, params, z, alphas, strategy="taylor")[(1, 1)])(xs)
-    for i in range(3):
-        np.testing.assert_allclose(
-            vm[i], derivatives(mlp, params, xs[i], alphas, strategy="jvp")[(1, 1)], rtol=1e-10)
+    xs = jnp.stack([x, x[::-1]])
     ens = jax.tree.map(lambda a: jnp.stack([a, 2 * a]), params)
-    ve = jax.vmap(lambda p: derivatives(mlp, p, x, alphas, strategy="taylor")[(0, 2)])(ens)
-    np.testing.assert_allclose(
-        ve[1], derivatives(mlp, jax.tree.map(lambda a: 2 * a, params), x, alphas,
-                           strategy="jvp")[(0, 2)], rtol=1e-10)
+
+    @jax.jit
+    def batched(p, z):
+        one = lambda q, w: derivatives(mlp, q, w, alphas, strategy="taylor")[(1, 1)]
+        return jax.vmap(one, (None, 0))(p, z), jax.vmap(one, (0, None))(ens, z[0])
+
+    vm, ve = batched(params, xs)
+    np.testing.assert_allclose(vm[1], g_ref(params, xs[1]), rtol=1e-10)
+    np.testing.assert_allclose(ve[1], g_ref(jax.tree.map(lambda a: 2 * a, params), x),
+                               rtol=1e-10)
 
 
 def test_unsupported_primitive_falls_back():
@@ -273,9 +277,9 @@ def test_unsupported_primitive_falls_back():
     with pytest.raises(UnsupportedPrimitive, match="strategy='jvp'"):
         derivatives(f, p, x, [(1, 0)], strategy="taylor")
     with pytest.warns(UserWarning, match="nested jvp"):
-        got = derivatives(f, p, x, [(1, 0), (0, 2)], strategy="auto")
-    ref = derivatives(f, p, x, [(1, 0), (0, 2)], strategy="jvp")
-    np.testing.assert_allclose(got[(0, 2)], ref[(0, 2)], rtol=1e-12)
+        got = derivatives(f, p, x, [(0, 1)], strategy="auto")
+    ref = derivatives(f, p, x, [(0, 1)], strategy="jvp")
+    np.testing.assert_allclose(got[(0, 1)], ref[(0, 1)], rtol=1e-12)
     assert "tanh" in supported_primitives() and "reduce_max" not in supported_primitives()
 
 

@@ -200,6 +200,16 @@ def test_boundary_masks_parts_and_predicates():
     e = np.array([[1, 0.1], [1, 0.5], [1, 0.9], [0.75, 0.5]])
     np.testing.assert_array_equal(bite.boundary_mask(e, "right"), [1, 0, 1, 0])
     np.testing.assert_array_equal(bite.boundary_mask(e, "circle"), [0, 0, 0, 1])
+    # where the hole cuts the edge, the point is on both parts (closed masks)
+    j = np.array([[1.0, 0.75], [1.0, 0.25]])
+    np.testing.assert_array_equal(bite.boundary_mask(j, "right"), [1, 1])
+    np.testing.assert_array_equal(bite.boundary_mask(j, "circle"), [1, 1])
+    np.testing.assert_array_equal(bite.boundary_part(np.concatenate([j, e])),
+                                  [1, 1, 1, -1, 1, 4])
+    # a wall shared inside a union is not boundary; its end points are
+    side = Rectangle((0, 0), (1, 1)) | Rectangle((1, 0), (2, 1))
+    np.testing.assert_array_equal(side.boundary_mask([[1, 0.5], [1, 0], [1, 1], [0.5, 0]]),
+                                  [0, 1, 1, 1])
     # space-time: spatial parts for t in range, predicates may use t
     st = Rectangle((0, 0), (1, 1)) * TimeInterval(0, 1)
     w = np.array([[0, 0.5, 0.5], [0, 0.5, 2.0], [0.5, 0.5, 0.5], [0, 0.5, 0.9]])

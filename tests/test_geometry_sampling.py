@@ -33,10 +33,9 @@ HOLED = Rectangle((0, 0), (2, 1)) - Disk((1, 0.5), 0.25)  # a rectangle with a h
 L_SHAPE = Rectangle((0, 0), (2, 2)) - Rectangle((1, 1), (2, 2))
 BLOB = ((Disk((0, 0), 1) | Rectangle((0, -0.5), (2, 0.5)))
         - Triangle((1.2, -0.2), (1.8, -0.2), (1.5, 0.3))) & Disk((0.5, 0), 1.45)
-# one of each kind of boundary: end points, flat faces, sphere, ellipse, polygon given
+# one of each kind of boundary: flat faces, sphere, ellipse, a polygon given
 # clockwise, and CSG (a union, minus a triangle, intersected with a disk)
 SHAPES = {
-    "interval": Interval(-1, 2),
     "box": Box((0, 0, 0), (1, 2, 0.5)),
     "ball": Ball((0, 0, 1), 0.5),
     "ellipse": Ellipse((0, 0), (2, 0.5)),
@@ -176,6 +175,8 @@ def test_part_and_predicate_sampling():
         "wall": rect.sample_boundary(k, 500, on=eq(x, 0)),
         "corner": rect.sample_boundary(k, 500, on=x**2 + y**2 < 0.25),
         "hole": HOLED.sample_boundary(k, 300, on="circle"),
+        "ends": Interval(-1, 2).sample_boundary(k, 400),
+        "segment": Interval(-1, 2).sample_interior(k, 400),
     })
     np.testing.assert_allclose(out["left"].points[:, 0], 0.0)
     np.testing.assert_allclose(out["left"].normals, np.tile([-1.0, 0.0], (500, 1)))
@@ -193,6 +194,11 @@ def test_part_and_predicate_sampling():
     p, n = out["hole"].points, out["hole"].normals
     np.testing.assert_allclose(np.linalg.norm(p - [1, 0.5], axis=1), 0.25, atol=1e-12)
     np.testing.assert_allclose(n, -(p - [1, 0.5]) / 0.25, atol=1e-12)
+    # an interval's boundary: its two end points, equally likely, normals -1 and +1
+    e = out["ends"]
+    assert set(e.points[:, 0]) == {-1.0, 2.0} and abs(np.mean(e.part) - 0.5) < 0.1
+    np.testing.assert_array_equal(e.normals[:, 0], np.where(e.part == 0, -1.0, 1.0))
+    assert np.all((out["segment"] >= -1) & (out["segment"] <= 2))
 
 
 def test_space_time_sampling():

@@ -255,7 +255,7 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
         zero = {}
         extra = []
         for k, combo in enumerate(combos):
-            rep = combo[0][0]
+            rep = combo.parts[0][0]
             for i, f in enumerate(fields):
                 for g, _ in combo:
                     n = node_of.get((i, g))

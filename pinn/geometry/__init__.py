@@ -6,8 +6,15 @@
     b = domain.sample_boundary(key, 200, on="circle")   # points, normals, part
 
 See :mod:`pinn.geometry.base` for the conventions, :mod:`pinn.geometry.csg`
-for how CSG shapes name their boundary parts and :mod:`pinn.geometry.samplers`
-for what runs inside jit.
+for how CSG shapes name their boundary parts, :mod:`pinn.geometry.samplers`
+for what each sampler computes inside jit, and :mod:`pinn.geometry._core` for
+rejection sampling with fixed shapes.
+
+Inside ``jax.jit`` (``n``, the sampler and ``on`` are static; the key is
+traced): everything that depends on the key.  At trace time, once per
+(shape, task) and cached: Sobol/Halton point tables, regular grids, and for CSG
+shapes and predicates an estimate of the acceptance rate (one small jitted
+evaluation on 32768 fixed candidates) that sizes the proposal rounds.
 """
 
 from pinn.geometry.base import BoundarySample, Domain, Shape

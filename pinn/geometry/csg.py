@@ -8,14 +8,20 @@ n)`` / ``estimate_boundary_measure(key, n)`` (Monte Carlo).
 
 Boundary of a CSG shape: the parts of each piece's boundary that lie on the
 boundary of the result (for ``a - b``, the parts of ``b``'s boundary inside
-``a``, with normals flipped).  Boundaries where both pieces coincide are
-counted once: kept where the two outward normals agree in a union or an
-intersection, or are opposite for a difference (``b`` touching ``a`` from
-outside), and dropped otherwise (a shared internal wall).
+``a``, with normals flipped).  Boundaries where both pieces coincide (within
+``default_tol``) are sampled once: kept where the two outward normals agree in
+a union or an intersection, or are opposite for a difference (``b`` touching
+``a`` from outside), and dropped otherwise (a shared internal wall).  So
+sampling is by length (area) on the true boundary.  Masks
+(``boundary_mask``, ``boundary_part``) use the closed version of the same
+rules: a point where pieces meet (where a hole cuts an edge) is on both parts.
+Each rule is applied once per point, from the root of the expression down to
+the primitive the point was drawn from.
 
 Part names: each piece keeps its part names.  A name that occurs in more than
-one primitive piece of the expression (its *leaves*, numbered 0, 1, ... from
-left to right as written) is prefixed with ``piece<i>.``.  So
+one piece of the expression (its primitives, or renamed sub-expressions,
+numbered 0, 1, ... from left to right as written) is prefixed with
+``piece<i>.``.  So
 ``Rectangle(...) - Disk(...)`` has ``left, right, bottom, top, circle``, an
 annulus ``Disk(c, 1) - Disk(c, 0.5)`` has ``piece0.circle, piece1.circle``,
 and an L-shape ``Rectangle(...) - Rectangle(...)`` has ``piece0.left`` ...
