@@ -509,6 +509,7 @@ def main(argv=None) -> int:
         cmds = "; ".join(d.get("command", "?") for d in runs)
         if len(runs) > 1:
             cmds += f" (separate runs; ratios only within a case), merged by `{command}`"
+            data["rounds"] = " / ".join(str(d["rounds"]) for d in runs)
             data["machine"]["load_average"] = max(
                 (d["machine"].get("load_average") or [0, 0, 0] for d in runs),
                 key=lambda v: v[0])

@@ -33,16 +33,22 @@ class UserError(Exception):
 app = typer.Typer(
     name="pinn",
     help="Physics-informed neural networks in JAX: one PDE description, PINN and FEM.\n\n"
-         "Examples:\n\n"
-         "  pinn solve problems/heat2d.yaml\n\n"
-         "  pinn validate problems/heat2d.yaml\n\n"
-         "  pinn compare problems/heat2d.yaml",
+         "\b\nExamples:\n"
+         "  pinn solve problems/heat2d.yaml       # train, evaluate, plot, report\n"
+         "  pinn validate problems/heat2d.yaml    # check a file and its exact solution\n"
+         "  pinn fem problems/heat2d.yaml         # finite-element baseline\n"
+         "  pinn compare problems/heat2d.yaml     # PINN vs FEM, one table",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+def _examples(*lines: str) -> str:
+    """An epilog that click prints verbatim (``\\b`` stops re-wrapping)."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
 
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", "-s", metavar="KEY=VALUE",
@@ -183,11 +189,11 @@ def _problem_part(d: dict) -> dict:
 # solve
 
 
-@app.command(epilog="Examples:\n\n"
-             "  pinn solve problems/heat2d.yaml\n\n"
-             "  pinn solve problems/burgers1d.yaml --set training.stages.0.steps=500 --seed 1\n\n"
-             "  pinn solve problems/heat2d.yaml --precision 64 --out runs/heat64\n\n"
-             "  pinn solve problems/heat2d.yaml --out runs/heat64 --resume")
+@app.command(epilog=_examples(
+    "pinn solve problems/heat2d.yaml",
+    "pinn solve problems/burgers1d.yaml --set training.stages.0.steps=500 --seed 1",
+    "pinn solve problems/heat2d.yaml --precision 64 --out runs/heat64",
+    "pinn solve problems/heat2d.yaml --out runs/heat64 --resume      # after Ctrl-C"))
 def solve(
     file: Annotated[Path, typer.Argument(help="Problem file (YAML).", show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder "
@@ -197,7 +203,8 @@ def solve(
     seed: Annotated[int | None, typer.Option(help="Random seed (training.seed).")] = None,
     precision: Annotated[int | None, typer.Option(help="32 or 64 (training.precision).")
                          ] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint "
+                                         "in the run folder.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
                      ] = False,
 ):
@@ -281,16 +288,16 @@ def _true_params(built) -> dict | None:
 # validate
 
 
-@app.command(epilog="Examples:\n\n"
-             "  pinn validate problems/heat2d.yaml\n\n"
-             "  pinn validate problems/wave1d.yaml --json\n\n"
-             "  pinn validate my.yaml --set params.alpha=0.1")
+@app.command(epilog=_examples("pinn validate problems/heat2d.yaml",
+                             "pinn validate problems/wave1d.yaml --json",
+                             "pinn validate my.yaml --set params.alpha=0.1"))
 def validate(
     file: Annotated[Path, typer.Argument(help="Problem file (YAML).", show_default=False)],
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     set_: SetOpt = None,
-    check: Annotated[bool, typer.Option(help="Run the manufactured-solution check when the "
-                                        "file has an exact solution.")] = True,
+    check: Annotated[bool, typer.Option("--check/--no-check", help="Run the manufactured-"
+                                        "solution check when the file has an exact "
+                                        "solution.")] = True,
 ):
     """Check a problem file; with an exact solution, run the manufactured-solution check.
 
@@ -408,7 +415,7 @@ def _load_run(run_dir: Path):
     return Solution.load(_need_run(run_dir))
 
 
-@app.command(epilog="Example:\n\n  pinn plot runs/heat2d")
+@app.command(epilog=_examples("pinn plot runs/heat2d"))
 def plot(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by `pinn solve`.",
                                             show_default=False)],
@@ -486,9 +493,8 @@ def read_points(path: Path, names: list[str]):
     return pts
 
 
-@app.command(epilog="Examples:\n\n"
-             "  pinn predict runs/heat2d --points pts.csv            # prints CSV\n\n"
-             "  pinn predict runs/heat2d --points pts.npz --out values.npz")
+@app.command(epilog=_examples("pinn predict runs/heat2d --points pts.csv    # CSV on stdout",
+                             "pinn predict runs/heat2d --points pts.npz --out values.npz"))
 def predict(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by `pinn solve`.",
                                             show_default=False)],
@@ -532,7 +538,7 @@ def predict(
 # info
 
 
-@app.command(epilog="Example:\n\n  pinn info")
+@app.command(epilog=_examples("pinn info"))
 def info(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
@@ -568,10 +574,9 @@ def info(
 # fem, compare
 
 
-@app.command(epilog="Examples:\n\n"
-             "  pinn fem problems/poisson2d.yaml\n\n"
-             "  pinn fem problems/heat2d.yaml --cells 32 --element P2 --dt 0.01\n\n"
-             "  pinn fem problems/ns_cavity.yaml --out runs/cavity-fem")
+@app.command(epilog=_examples("pinn fem problems/poisson2d.yaml",
+                             "pinn fem problems/heat2d.yaml --cells 32 --element P2 --dt 0.01",
+                             "pinn fem problems/ns_cavity.yaml --out runs/cavity-fem"))
 def fem(
     file: Annotated[Path, typer.Argument(help="Problem file (YAML).", show_default=False)],
     cells: Annotated[int | None, typer.Option(help="Cells per side (default: fem.cells).")
@@ -640,10 +645,10 @@ def run_fem(built, run_dir: Path) -> dict:
                             "cells)")
 
 
-@app.command(epilog="Examples:\n\n"
-             "  pinn compare problems/heat2d.yaml\n\n"
-             "  pinn compare problems/heat2d.yaml --pinn runs/heat2d --fem runs/heat2d-fem\n\n"
-             "  pinn compare problems/poisson2d.yaml --set training.stages.0.steps=500")
+@app.command(epilog=_examples(
+    "pinn compare problems/heat2d.yaml",
+    "pinn compare problems/heat2d.yaml --pinn runs/heat2d --fem runs/heat2d-fem",
+    "pinn compare problems/poisson2d.yaml --set training.stages.0.steps=500"))
 def compare(
     file: Annotated[Path, typer.Argument(help="Problem file (YAML).", show_default=False)],
     pinn_run: Annotated[Path | None, typer.Option("--pinn", help="A finished `pinn solve` "

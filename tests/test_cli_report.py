@@ -57,6 +57,11 @@ def test_errors_are_relative_l2_and_max():
     assert e["rel_l2"]["u"] == pytest.approx(0.5 / 5.0)
     assert e["max_abs_error"]["u"] == pytest.approx(0.5)
     assert e["rel_l2"]["v"] == pytest.approx(0.1)  # zero truth: the RMS error
+    # a pressure-like field: a constant offset is no error
+    p = {"p": np.array([1.0, 2.0, 3.0]) + 10.0}
+    t = {"p": np.array([1.0, 2.0, 3.0])}
+    assert field_errors(p, t, shift=("p",))["rel_l2"]["p"] == pytest.approx(0.0, abs=1e-15)
+    assert field_errors(p, t)["rel_l2"]["p"] > 1
 
 
 @pytest.mark.parametrize("kind", sorted(DOMAINS))

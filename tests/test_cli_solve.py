@@ -37,7 +37,7 @@ def tiny(path: str, steps: int = 20) -> list[str]:
     sets = [f"training.stages.0.steps={steps}", "training.points.interior=128",
             "training.points.boundary=32", "training.points.initial=32",
             "training.points.resample_every=10", "training.chunk=10",
-            "evaluation.resolution=9", "evaluation.snapshots=2"]
+            "evaluation.resolution=10", "evaluation.snapshots=2"]
     sets += [f"training.stages.{i}.steps=2" for i in range(1, len(spec.training.stages))]
     if spec.reference is not None and spec.reference.kind == "fem":
         sets += ["reference.fem.cells=6"]

@@ -184,6 +184,15 @@ def test_nonlinear_in_highest_derivatives_is_not_collapsed():
     pl = plan_terms({"r": P.D(u, x, 2) * P.D(u, y, 2) + P.D(u, x, 2)}, coords=(x, y),
                     fields=(u,))
     assert not pl.combos and set(pl.alphas) == {(2, 0), (0, 2)}
+    uxx, uyy = P.D(u, x, 2), P.D(u, y, 2)
+    # ratios that change sign with x (or across a branch) must not be collapsed
+    for ex in (P.where(x > 0, uxx + uyy, uxx - uyy), x * uxx + P.abs_(x) * uyy,
+               P.sqrt(x) * uxx + P.sqrt(-x) * uyy):
+        assert not plan_terms({"r": ex}, coords=(x, y), fields=(u,)).combos, ex
+    # a common point-dependent factor is fine, also where it is undefined for x < 0
+    pl = plan_terms({"r": P.sqrt(x) * (uxx + 2 * uyy)}, coords=(x, y), fields=(u,))
+    (combo,) = [dict(c.parts) for c in pl.combos]
+    assert set(combo) == {(2, 0), (0, 2)} and combo[(0, 2)] == 2 * combo[(2, 0)]
 
 
 # ---------------------------------------------------------------------------

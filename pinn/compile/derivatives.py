@@ -79,7 +79,7 @@ def _jvp_level(g, i, d):
         p, t = jax.jvp(g, (z,), (_unit(z, i),))
         out = dict(p)
         for a, v in t.items():
-            out[tuple(x + y for x, y in zip(a, e))] = v
+            out[tuple(x + y for x, y in zip(a, e, strict=True))] = v
         return out
 
     return h

@@ -82,12 +82,12 @@ class IndexSet:
         object.__setattr__(self, "pos", pos)
         object.__setattr__(self, "orders", tuple(sum(a) for a in idx))
         pairs = []
-        for k, g in enumerate(idx):
+        for g in idx:
             row = []
             for i in range(1, len(idx)):
                 a = idx[i]
-                if all(x <= y for x, y in zip(a, g)) and a != g:
-                    j = pos[tuple(y - x for x, y in zip(a, g))]
+                if all(x <= y for x, y in zip(a, g, strict=True)) and a != g:
+                    j = pos[tuple(y - x for x, y in zip(a, g, strict=True))]
                     row.append((i, j))
             pairs.append(tuple(row))
         object.__setattr__(self, "pairs", tuple(pairs))

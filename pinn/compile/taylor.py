@@ -1,22 +1,31 @@
 """Taylor mode: push truncated multivariate Taylor series through a network.
 
-``taylor_derivatives(apply, params, x, index_set)`` traces ``apply`` to a
-jaxpr once and re-evaluates it on *series*: every intermediate value that
-depends on ``x`` carries its value plus the normalized Taylor coefficients
-``d^g v / g!`` for every multi-index ``g`` of a lower set ``S`` (see
-:class:`pinn.compile.plan.IndexSet`).  Hence
+``taylor_derivatives(apply, params, x, streams)`` traces ``apply`` to a jaxpr
+once and re-evaluates it on *series*: every intermediate value that depends
+on ``x`` carries its value plus coefficient streams (see
+:class:`pinn.compile.plan.StreamSet`): the normalized Taylor coefficients
+``d^g v / g!`` for every multi-index ``g`` of a lower set, and optionally
+*collapsed* streams, fixed combinations of highest derivatives that only
+travel as a sum.  Hence
 
 * the value (the primal) is computed once and shared by every derivative;
 * a weight matrix multiplies the value and all coefficient streams in ONE
-  batched matrix product (``[1 + streams, N, width] @ [width, width']``);
+  matrix product (``[(1 + streams) * N, width] @ [width, width']``);
 * nonlinear elementwise functions use the multivariate Faa di Bruno formula
   ``phi(z0 + h) = sum_m phi^(m)(z0)/m! h^m`` with the powers of ``h``
-  built from the product table of ``S`` (exact, no polarization needed);
+  built from the product table of the lower set (exact mixed partials, no
+  polarization);
 * coefficient streams that are identically zero are tracked (``None``) and
   skipped; constant streams (the inputs' unit directions) stay unbroadcast.
 
-Primitives without a rule raise :class:`UnsupportedPrimitive`; the caller
-(``strategy="auto"``) then falls back to nested ``jax.jvp``.
+Rules cover dot_general, the elementwise arithmetic (add, sub, mul, div,
+neg, integer_pow, pow, square, max/min, abs), tanh, logistic, sin, cos, tan,
+exp, log, sqrt and friends (others smooth elementwise ones by nested jvp of
+the scalar function), the linear shape operations (broadcast, reshape,
+slice, concatenate, gather, pad, select, reduce_sum, ...) and call
+primitives (jit, custom_jvp/vjp, remat).  Primitives without a rule raise
+:class:`UnsupportedPrimitive`; ``strategy="auto"`` then falls back to nested
+``jax.jvp``.
 """
 
 from __future__ import annotations
@@ -327,8 +336,8 @@ _LINEAR = {
     "copy": (0,), "copy_p": (0,), "cumsum": (0,), "real": (0,), "imag": (0,),
     "reduce_precision": (0,), "gather": (0,), "dynamic_slice": (0,), "split": (0,),
     "unstack": (0,),
-    "concatenate": "all", "stack": "all", "pad": (0, 1), "select_n": "cases", "add": "all", "sub": "all",
-    "add_any": "all", "dynamic_update_slice": (0, 1), "scatter-add": (0, 2),
+    "concatenate": "all", "stack": "all", "pad": (0, 1), "select_n": "cases", "add": "all",
+    "sub": "all", "add_any": "all", "dynamic_update_slice": (0, 1), "scatter-add": (0, 2),
     "scatter_add": (0, 2), "conj": (0,), "optimization_barrier": "all",
 }
 _CALLS = {"jit", "pjit", "closed_call", "core_call", "remat", "remat2", "checkpoint",
@@ -530,9 +539,9 @@ def _eval(ctx: _Ctx, jaxpr, consts, args):
     def read(v):
         return v.val if isinstance(v, jcore.Literal) else env[v]
 
-    for v, val in zip(jaxpr.constvars, consts):
+    for v, val in zip(jaxpr.constvars, consts, strict=True):
         env[v] = val
-    for v, val in zip(jaxpr.invars, args):
+    for v, val in zip(jaxpr.invars, args, strict=True):
         env[v] = val
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
@@ -543,7 +552,7 @@ def _eval(ctx: _Ctx, jaxpr, consts, args):
         else:
             out = _apply_rule(ctx, prim, params, invals)
         if prim.multiple_results:
-            for v, o in zip(eqn.outvars, out):
+            for v, o in zip(eqn.outvars, out, strict=True):
                 env[v] = o
         else:
             env[eqn.outvars[0]] = out

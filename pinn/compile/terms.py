@@ -22,8 +22,8 @@ from pinn.dsl import calculus
 from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate
 
-__all__ = ["CompileError", "Plan", "plan_terms", "compile_terms", "compile_expressions", "compile_fields",
-           "initial_pde_params"]
+__all__ = ["CompileError", "Plan", "plan_terms", "collapse_terms", "compile_terms",
+           "compile_expressions", "compile_fields", "initial_pde_params"]
 
 
 class CompileError(ValueError):
@@ -194,26 +194,35 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
             if inside:  # not linear in the highest derivatives: keep them explicit
                 blocked.add(top_nodes[n][1])
                 blocked.update(top_nodes[back[c]][1] for c in inside)
+            if _piecewise(a):  # ratios could change across a branch: never collapse
+                blocked.add(top_nodes[n][1])
             coef[(name, n)] = a
     cand = sorted({a for _, a in top_nodes.values()} - blocked, key=lambda a: (sum(a), a))
     if len(cand) < 2:
         return expanded, leaves, ()
 
     rng = np.random.default_rng(0)
-    n_samples = 5
+    n_samples = 6
+
+    def draw():  # both signs (half each), magnitudes away from 0
+        signs = rng.permutation(np.resize([1.0, -1.0], n_samples))
+        return rng.uniform(0.5, 1.5, n_samples) * signs
+
     env: dict = {}
     for a in coef.values():
         for c in calculus.symbols(a, E.Coord):
-            env.setdefault(c, rng.uniform(0.5, 1.5, n_samples))
+            env.setdefault(c, draw())
         for p in calculus.params_of(a):
             if p.learnable:
-                env.setdefault(p, rng.uniform(0.5, 1.5, n_samples))
+                env.setdefault(p, draw())
 
     def values(a) -> np.ndarray | None:
+        """Samples of a coefficient (None: structurally zero; NaN where undefined or 0)."""
         if a is None or a == E.Number(0):
             return None
-        v = np.broadcast_to(np.asarray(_ev(a, env), dtype=float), (n_samples,))
-        return v if np.all(np.isfinite(v)) and np.all(v != 0) else np.full(n_samples, np.nan)
+        v = np.broadcast_to(np.asarray(_ev(a, env), dtype=float), (n_samples,)).copy()
+        v[~np.isfinite(v) | (v == 0)] = np.nan
+        return v
 
     node_of = {(i, a): n for n, (i, a) in top_nodes.items()}
     cells = [(name, i) for name in expanded for i in range(len(fields))]
@@ -221,13 +230,17 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
             for g in cand}
 
     def ratio(g1, g2) -> float | None:
+        """The constant c with coefficient(g2) = c * coefficient(g1) everywhere, or None."""
         r0 = None
         for v1, v2 in zip(vals[g1], vals[g2], strict=True):
             if v1 is None and v2 is None:
                 continue
-            if v1 is None or v2 is None or np.isnan(v1).any() or np.isnan(v2).any():
+            if v1 is None or v2 is None:
                 return None
-            r = v2 / v1
+            ok1, ok2 = ~np.isnan(v1), ~np.isnan(v2)
+            if np.any(ok1 != ok2) or ok1.sum() < 3:  # e.g. sqrt(x): compare where defined
+                return None
+            r = v2[ok1] / v1[ok1]
             if r0 is None:
                 r0 = float(r[0])
             if not np.allclose(r, r0, rtol=1e-4, atol=0.0):
@@ -273,6 +286,15 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
     return new_expanded, new_leaves, combos
 
 
+_PIECEWISE_CALLS = {"where", "min", "max", "sign", "heaviside", "abs"}
+
+
+def _piecewise(e: E.Expr) -> bool:
+    return any(isinstance(n, (E.Compare, E.And, E.Or, E.Not))
+               or (isinstance(n, E.Call) and n.func in _PIECEWISE_CALLS)
+               for n in calculus.walk(e))
+
+
 _SIMPLIFY = {E.Add: calculus.add, E.Sub: calculus.sub, E.Mul: calculus.mul, E.Div: calculus.div}
 
 
@@ -300,7 +322,7 @@ def _clean(r: float) -> float:
 
 
 def initial_pde_params(exprs: Mapping[str, E.Expr] | Sequence[E.Expr]) -> dict:
-    """``{name: initial value}`` of the learnable parameters in ``exprs`` (for ``params["pde"]``)."""
+    """``{name: initial value}`` of the learnable parameters in ``exprs``: ``params["pde"]``."""
     items = exprs.values() if isinstance(exprs, Mapping) else exprs
     out: dict = {}
     for ex in items:

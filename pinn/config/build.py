@@ -664,15 +664,18 @@ def _data(ctx: _Ctx, c: S.ConditionSpec, path, probe: _ProblemProbe):
     else:
         g = d.generate
         points, values = generate_data(ctx, g, dpath + ("generate",), probe, want)
-        noise = g.noise if g.noise > 0 else None
+        noise = None
         note = f"generated from the {g.from_} solution (n={g.n}, noise={g.noise}, seed={g.seed})"
-        if g.noise > 0:
+        if g.noise > 0:  # a fraction of each field's standard deviation
             import numpy as np
 
             rng = np.random.default_rng(g.seed + 1)
+            sigmas = []
             for f in values:
-                std = float(np.std(values[f])) or 1.0
-                values[f] = values[f] + g.noise * std * rng.standard_normal(values[f].shape)
+                sigma = g.noise * (float(np.std(values[f])) or 1.0)
+                values[f] = values[f] + sigma * rng.standard_normal(values[f].shape)
+                sigmas.append(sigma)
+            noise = float(np.mean(sigmas))  # Data.noise: the absolute standard deviation
     return C.Data(points, values, noise=noise, weight=c.weight, source=note)
 
 
@@ -826,6 +829,11 @@ class FEMReference:
 
     def __call__(self, points):
         return self.solution().evaluate(points)
+
+    @property
+    def up_to_constant(self) -> tuple[str, ...]:
+        """Fields fixed only up to a constant (compared after removing the mean)."""
+        return tuple(getattr(self.solution(), "up_to_constant", ()))
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_solution"}

@@ -6,10 +6,12 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 from pinn.report import plots
 from pinn.report.grid import evaluation_grid
 from pinn.report.io import write_json, write_text
-from pinn.report.metrics import truth_on
+from pinn.report.metrics import truth_on, up_to_constant
 from pinn.report.run import _truth_name, load_grid
 
 HEADER = ("method", "rel. L2", "max error", "wall time (s)", "peak memory (MB)",
@@ -92,10 +94,14 @@ def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=1
             fields = _evaluate_saved(run, problem, grid.inside)
         if fields is not None:
             preds[label] = fields
+    shift = up_to_constant(problem)
     if truth is not None and preds:
         for name in truth:
-            errs = {label: grid.full(f[name] - truth[name]) for label, f in preds.items()
-                    if name in f}
+            errs = {}
+            for label, f in preds.items():
+                if name in f:
+                    d = f[name] - truth[name]
+                    errs[label] = grid.full(d - np.nanmean(d) if name in shift else d)
             if errs:
                 fname = f"errors_{name}.png"
                 plots.error_maps_figure(grid, name, errs, out_dir / fname, snapshots=snapshots)

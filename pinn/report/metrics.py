@@ -62,12 +62,25 @@ def truth_on(problem, points: np.ndarray) -> tuple[dict[str, np.ndarray] | None,
     return None, None
 
 
-def field_errors(pred: Mapping[str, np.ndarray], truth: Mapping[str, np.ndarray] | None
-                 ) -> dict[str, dict[str, float]]:
+def up_to_constant(problem) -> tuple[str, ...]:
+    """Fields that the problem fixes only up to a constant (a pressure with no condition),
+    as the reference says (``FEMSolution.up_to_constant``)."""
+    ref = getattr(problem, "reference", None)
+    if ref is None or getattr(problem, "exact", None):
+        return ()
+    try:
+        return tuple(getattr(ref, "up_to_constant", ()) or ())
+    except (RuntimeError, ValueError):
+        return ()
+
+
+def field_errors(pred: Mapping[str, np.ndarray], truth: Mapping[str, np.ndarray] | None,
+                 shift: tuple[str, ...] = ()) -> dict[str, dict[str, float]]:
     """``{"rel_l2": {field: v}, "max_abs_error": {field: v}}`` over the common fields.
 
     The relative L2 error is ``||pred - truth|| / ||truth||`` over the grid points;
-    where the truth is zero everywhere it is the absolute RMS error instead.
+    where the truth is zero everywhere it is the absolute RMS error instead.  Fields
+    in ``shift`` are compared after removing their means (defined up to a constant).
     """
     rel, mx = {}, {}
     for name, t in (truth or {}).items():
@@ -77,6 +90,9 @@ def field_errors(pred: Mapping[str, np.ndarray], truth: Mapping[str, np.ndarray]
         t = np.asarray(t, dtype=np.float64).reshape(-1)
         ok = np.isfinite(t)
         diff = p[ok] - t[ok]
+        if name in shift and diff.size:
+            diff = diff - diff.mean()
+            t = t - t[ok].mean()
         norm = float(np.linalg.norm(t[ok]))
         rel[name] = float(np.linalg.norm(diff) / norm) if norm > 0 else float(
             np.sqrt(np.mean(diff**2)))

@@ -11,7 +11,7 @@ import numpy as np
 from pinn.report import plots
 from pinn.report.grid import Grid, evaluation_grid
 from pinn.report.io import write_json, write_npz, write_text
-from pinn.report.metrics import field_errors, truth_on
+from pinn.report.metrics import field_errors, truth_on, up_to_constant
 
 CHUNK = 65_536
 
@@ -62,14 +62,21 @@ def write_run_report(run_dir: str | os.PathLike, problem, evaluate: Callable, *,
     and ``report.md`` into ``run_dir``; return the metrics."""
     run_dir = Path(run_dir)
     grid, pred, truth, kind = grid_values(problem, evaluate, resolution)
-    errs = field_errors(pred, truth)
+    shift = up_to_constant(problem)
+    errs = field_errors(pred, truth, shift)
     metrics = dict(metrics)
     metrics["rel_l2"] = errs["rel_l2"]
     metrics["max_abs_error"] = errs["max_abs_error"]
     metrics["compared_with"] = kind
+    if shift:
+        metrics["up_to_constant"] = list(shift)
     metrics["grid"] = {"names": list(grid.names), "shape": list(grid.shape),
                        "points_inside": int(grid.mask.sum())}
     save_grid(run_dir, grid, pred)
+    if truth is not None:
+        for f in shift:
+            if f in pred and f in truth:
+                pred = {**pred, f: pred[f] - np.mean(pred[f]) + np.nanmean(truth[f])}
     images = write_plots(run_dir, grid, pred, truth, history, method=method, truth_label=kind,
                          snapshots=snapshots, true_params=true_params)
     metrics["plots"] = [p for _, p in images]
@@ -122,6 +129,9 @@ def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple
                   "|---|---|---|"]
         lines += [f"| {f} | {_fmt(rel[f])} | {_fmt(mx.get(f))} |" for f in rel]
         lines.append("")
+        if metrics.get("up_to_constant"):
+            lines += [f"Determined up to a constant, compared after removing the mean: "
+                      f"{', '.join(metrics['up_to_constant'])}.", ""]
     else:
         lines += ["No exact solution or reference: no errors reported.", ""]
     facts = [("steps", "steps"), ("training time (s)", "train_seconds"),
