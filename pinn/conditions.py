@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 
 from pinn.dsl import expr as E
 
-Where = Union[str, tuple, E.Expr]
+Where = str | tuple | E.Expr
 
 
 def _values(target, value) -> tuple[tuple[E.Field, E.Expr], ...]:
@@ -45,7 +44,9 @@ def _where(on) -> Where:
         return tuple(on)
     if isinstance(on, (str, E.Expr)):
         return on
-    raise TypeError(f"'on' must be a boundary part name, a tuple of names or a predicate, got {on!r}")
+    raise TypeError(
+        f"'on' must be a boundary part name, a tuple of names or a predicate, got {on!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -221,4 +222,4 @@ class Data:
         object.__setattr__(self, "source", source)
 
 
-Condition = Union[Dirichlet, Neumann, Robin, Periodic, Initial, Constraint, Data]
+Condition = Dirichlet | Neumann | Robin | Periodic | Initial | Constraint | Data

@@ -164,8 +164,7 @@ class Problem:
         for _, ex in self._named_exprs():
             yield ex
         for c in self.conditions.values():
-            for f in _condition_fields(c):
-                yield f
+            yield from _condition_fields(c)
 
     def _check_params(self) -> None:
         by_name: dict[str, E.Param] = {}
