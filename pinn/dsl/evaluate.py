@@ -15,29 +15,25 @@ import jax.numpy as jnp
 
 from pinn.dsl import expr as E
 
-_UNARY = {
-    "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "exp": jnp.exp, "log": jnp.log,
-    "sqrt": jnp.sqrt, "tanh": jnp.tanh, "sinh": jnp.sinh, "cosh": jnp.cosh, "abs": jnp.abs,
-    "arctan": jnp.arctan, "arcsin": jnp.arcsin, "arccos": jnp.arccos, "sign": jnp.sign,
-    "heaviside": lambda a: jnp.where(a > 0, 1.0, jnp.where(a < 0, 0.0, 0.5)).astype(
-        jnp.result_type(a, float)
-    ),
-}
-_CMP = {
-    "<": jnp.less, "<=": jnp.less_equal, ">": jnp.greater, ">=": jnp.greater_equal,
-    "==": jnp.equal, "!=": jnp.not_equal,
-}
+_CMP = {"<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
+        "==": "equal", "!=": "not_equal"}
+
+
+def _heaviside(xp, a):
+    return xp.where(a > 0, 1.0, xp.where(a < 0, 0.0, 0.5)).astype(xp.result_type(a, float))
 
 
 class UnboundError(KeyError):
     """An expression needs a value that the environment does not provide."""
 
 
-def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0):
+def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp=jnp):
     """Evaluate ``e`` with leaves from ``env`` (arrays broadcast together).
 
     ``eq_tol``: ``a == b`` holds where ``|a - b| <= eq_tol`` (boundary
     predicates such as ``x == 0`` on sampled points use a small tolerance).
+    ``xp``: the array module, ``jax.numpy`` (traceable, the default) or ``numpy``
+    (the FEM baseline evaluates in float64 outside JAX).
     """
     memo: dict[E.Expr, object] = {}
 
@@ -85,33 +81,35 @@ def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0):
                     try:
                         return float(base) ** int(n)
                     except OverflowError:
-                        return jnp.power(jnp.asarray(float(base)), int(n))
-                return jnp.power(base, int(n))
-            return jnp.power(base, ev(node.right))
+                        return xp.power(xp.asarray(float(base)), int(n))
+                return xp.power(base, int(n))
+            return xp.power(base, ev(node.right))
         if t is E.Neg:
             return -ev(node.arg)
         if t is E.Call:
             f = node.func
             if f == "where":
                 c, a, b = (ev(a) for a in node.args)
-                return jnp.where(c, a, b)
+                return xp.where(c, a, b)
             if f == "min":
-                return jnp.minimum(*(ev(a) for a in node.args))
+                return xp.minimum(*(ev(a) for a in node.args))
             if f == "max":
-                return jnp.maximum(*(ev(a) for a in node.args))
-            return _UNARY[f](ev(node.args[0]))
+                return xp.maximum(*(ev(a) for a in node.args))
+            if f == "heaviside":
+                return _heaviside(xp, ev(node.args[0]))
+            return getattr(xp, f)(ev(node.args[0]))
         if t is E.Compare:
             a, b = ev(node.left), ev(node.right)
             if node.op in ("==", "!=") and eq_tol > 0:
-                close = jnp.abs(jnp.asarray(a) - jnp.asarray(b)) <= eq_tol
+                close = xp.abs(xp.asarray(a) - xp.asarray(b)) <= eq_tol
                 return close if node.op == "==" else ~close
-            return _CMP[node.op](a, b)
+            return getattr(xp, _CMP[node.op])(a, b)
         if t is E.And:
-            return jnp.logical_and(ev(node.left), ev(node.right))
+            return xp.logical_and(ev(node.left), ev(node.right))
         if t is E.Or:
-            return jnp.logical_or(ev(node.left), ev(node.right))
+            return xp.logical_or(ev(node.left), ev(node.right))
         if t is E.Not:
-            return jnp.logical_not(ev(node.arg))
+            return xp.logical_not(ev(node.arg))
         raise TypeError(
             f"cannot evaluate {node} directly: resolve vector operators first (pinn.dsl.expand)"
         )

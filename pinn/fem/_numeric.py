@@ -7,17 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from pinn.dsl import expr as E
-
-_UNARY = {
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "log": np.log,
-    "sqrt": np.sqrt, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "abs": np.abs,
-    "arctan": np.arctan, "arcsin": np.arcsin, "arccos": np.arccos, "sign": np.sign,
-    "heaviside": lambda a: np.heaviside(a, 0.5),
-}
-_CMP = {
-    "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-    "==": np.equal, "!=": np.not_equal,
-}
+from pinn.dsl.evaluate import evaluate
 
 
 def evaluate_np(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0):
@@ -28,69 +18,7 @@ def evaluate_np(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0)
     warnings are silenced: ``where(r > 0, f(r), 0)`` evaluates both branches.
     """
     with np.errstate(all="ignore"):
-        return _evaluate(e, env, eq_tol)
-
-
-def _evaluate(e: E.Expr, env: Mapping[E.Expr, object], eq_tol: float):
-    memo: dict[E.Expr, object] = {}
-
-    def ev(node: E.Expr):
-        out = memo.get(node)
-        if out is None:
-            out = _ev(node)
-            memo[node] = out
-        return out
-
-    def _ev(node: E.Expr):
-        if node in env:
-            return env[node]
-        t = type(node)
-        if t is E.Number or t is E.Constant:
-            return float(node.value)
-        if t is E.Param:
-            if node.value is None:
-                raise KeyError(f"parameter {node.name!r} has no value")
-            return float(node.value)
-        if t is E.Add:
-            return ev(node.left) + ev(node.right)
-        if t is E.Sub:
-            return ev(node.left) - ev(node.right)
-        if t is E.Mul:
-            return ev(node.left) * ev(node.right)
-        if t is E.Div:
-            return ev(node.left) / ev(node.right)
-        if t is E.Pow:
-            b = node.right
-            if isinstance(b, E.Number) and float(b.value).is_integer():
-                return ev(node.left) ** int(b.value)
-            return np.power(ev(node.left), ev(node.right))
-        if t is E.Neg:
-            return -ev(node.arg)
-        if t is E.Call:
-            f = node.func
-            if f == "where":
-                c, a, b = (ev(a) for a in node.args)
-                return np.where(c, a, b)
-            if f == "min":
-                return np.minimum(*(ev(a) for a in node.args))
-            if f == "max":
-                return np.maximum(*(ev(a) for a in node.args))
-            return _UNARY[f](ev(node.args[0]))
-        if t is E.Compare:
-            a, b = ev(node.left), ev(node.right)
-            if node.op in ("==", "!=") and eq_tol > 0:
-                close = np.abs(np.asarray(a) - np.asarray(b)) <= eq_tol
-                return close if node.op == "==" else ~close
-            return _CMP[node.op](a, b)
-        if t is E.And:
-            return np.logical_and(ev(node.left), ev(node.right))
-        if t is E.Or:
-            return np.logical_or(ev(node.left), ev(node.right))
-        if t is E.Not:
-            return np.logical_not(ev(node.arg))
-        raise KeyError(f"no value for {node} (type {t.__name__})")
-
-    return ev(e)
+        return evaluate(e, env, eq_tol=eq_tol, xp=np)
 
 
 def evaluate_points(e: E.Expr, coords, points, *, t: float | None = None,
