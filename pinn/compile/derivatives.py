@@ -3,9 +3,9 @@ strategies that all return ``{alpha: d^alpha apply(params, x)}``.
 
 * ``"taylor"`` -- Taylor mode over the jaxpr of ``apply``
   (:mod:`pinn.compile.taylor`): value and every needed coefficient stream go
-  through each layer together, one batched matmul per layer, mixed partials
-  exactly from the multivariate product table.  Fastest in our measurements
-  on every benchmark row (``benchmarks/engine.py``).
+  through each layer together, one matmul per layer, mixed partials exactly
+  from the multivariate product table, and *collapsed* streams for fixed
+  combinations of highest derivatives (a Laplacian, a whole linear residual).
 * ``"jvp"`` -- nested forward mode, ``jax.jvp`` of ``jax.jvp`` ...: one
   nest per maximal derivative, every prefix of the nest is harvested (the
   way PINN code is usually written by hand).  Works for any JAX function.
@@ -15,6 +15,14 @@ strategies that all return ``{alpha: d^alpha apply(params, x)}``.
   one order vmapped together.
 * ``"auto"`` -- Taylor mode, falling back to nested ``jvp`` (with a
   warning) when the network uses a primitive Taylor mode has no rule for.
+
+How ``auto`` was chosen (``benchmarks/engine.py``, one Adam training step,
+2 CPU cores; see ``benchmarks/ENGINE.md``): collapsed Taylor mode was the
+fastest on every row -- Burgers 1.56 ms vs 2.40 (DSL with nested jvp) and
+2.84 (hand-written nested jvp); heat 2-D 33.9 vs 58.2 / 58.1 ms; steady NS
+37.9 vs 58.4 / 71.2; KdV 38.3 vs 62.1 / 75.0; biharmonic 78 vs 134 ms --
+and also on a GPU (1.4-2x over nested jvp).  ``jet`` was 3-10x slower than
+nested jvp and is kept as an option only.
 
 Every strategy assumes that rows of ``x`` are independent points (the
 network acts row by row), which is what a PINN network does.
