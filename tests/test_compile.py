@@ -22,8 +22,6 @@ from pinn.compile import (
 )
 from pinn.compile.plan import Collapsed, StreamSet, lower_set
 
-STRATEGIES = ("taylor", "jvp", "jet")
-
 
 def jderivatives(apply, params, x, alphas, strategy, combos=()):
     """``derivatives`` under one ``jax.jit`` (one XLA compile is cheaper than
@@ -103,15 +101,16 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("case", list(CASES))
+# Taylor mode on every case; nested jvp (the reference elsewhere) on the
+# multi-output and 4-D ones; jet on one (mixed partials: test_strategies_agree)
+RUNS = [(c, "taylor") for c in CASES] + [("2d_time_2out", "jvp"), ("3d_plus_time", "jvp"),
+                                         ("1d_poly", "jet")]
+
+
+@pytest.mark.parametrize("case,strategy", RUNS)
 def test_closed_forms(case, strategy):
     kinds, order = CASES[case]
     d = len(kinds[0])
-    if strategy == "jet" and case != "1d_poly":
-        pytest.skip("jet: one case here (and mixed partials in test_strategies_agree_on_mlp)")
-    if strategy == "jvp" and case in ("1d_poly", "2d_sin_exp"):
-        pytest.skip("jvp: the multi-output and 4-D cases suffice (it is the reference elsewhere)")
     apply, exact = product_net(kinds)
     params = jnp.linspace(0.8, 1.3, len(kinds))
     x = jax.random.uniform(jax.random.PRNGKey(1), (5, d), minval=-1.0, maxval=1.0)

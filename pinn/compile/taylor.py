@@ -348,7 +348,7 @@ def supported_primitives() -> frozenset[str]:
     """Names of the JAX primitives Taylor mode can push series through."""
     return frozenset(_UNARY | _GENERIC_SMOOTH | _PIECEWISE_CONSTANT | set(_LINEAR) | _CALLS
                      | {"mul", "div", "dot_general", "convert_element_type", "pow", "max", "min",
-                        "abs", "atan2"})
+                        "abs"})
 
 
 # ---------------------------------------------------------------------------

@@ -60,7 +60,8 @@ class Plan:
 
     @property
     def max_order(self) -> int:
-        return max((sum(a) for a in self.alphas), default=0)
+        orders = [sum(a) for a in self.alphas] + [sum(g) for c in self.combos for g, _ in c]
+        return max(orders, default=0)
 
 
 def _as_coords(cs, what: str) -> tuple[E.Coord, ...]:
@@ -164,12 +165,14 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
     For ``u_t - a*(u_xx + u_yy)`` (fixed ``a``) the derivatives ``t, xx, yy``
     are maximal (nothing else needs them) and appear only as ``u_t - a u_xx
     - a u_yy``: Taylor mode then carries that sum as ONE stream instead of
-    three (collapsed Taylor mode).  The test is exact in structure (each
-    expression must be linear in these derivatives, checked symbolically)
-    and numerical for the ratios of their coefficients (compared at random
-    values of every other symbol, so coefficients that depend on the point,
-    on a learnable parameter or on other derivatives never collapse).
-    Returns ``(expanded, leaves, combos)``.
+    three (collapsed Taylor mode).  Each expression must be linear in these
+    derivatives (checked symbolically), and the ratios of their
+    coefficients must be constants, the same in every expression and for
+    every field (checked at random values, both signs, of every other
+    symbol): a shared factor such as ``sqrt(x)`` or a learnable ``nu`` in
+    ``nu*laplacian(u)`` is fine, ``u_t - nu*u_xx`` with learnable ``nu``
+    keeps ``u_t`` apart.  Coefficients with branches (``where``, ``abs``,
+    comparisons) never collapse.  Returns ``(expanded, leaves, combos)``.
     """
     from pinn.dsl.evaluate import evaluate as _ev
 
