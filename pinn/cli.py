@@ -632,7 +632,7 @@ def run_fem(built, run_dir: Path) -> dict:
     info = dict(getattr(sol, "info", {}) or {})
     metrics = {
         "problem": built.name, "method": "FEM", "element": opts.element,
-        "cells": getattr(sol, "cells", opts.cells), "dofs": getattr(sol, "dofs", None),
+        "cells": getattr(sol, "n_cells", opts.cells), "dofs": getattr(sol, "dofs", None),
         "dt": info.get("dt", opts.dt), "theta": info.get("theta"),
         "newton_iterations": info.get("newton_iterations"),
         "solve_seconds": float(getattr(sol, "solve_seconds", wall)), "wall_seconds": wall,
