@@ -29,8 +29,15 @@ def available() -> bool:
 
 
 def build(problem: str, *, width: int, depth: int, interior: int, boundary: int, initial: int,
-          seed: int = 0):
-    """An uncompiled ``dde.Model`` for ``problem`` ('burgers' or 'heat2d')."""
+          seed: int = 0, hard: bool = False):
+    """An uncompiled ``dde.Model`` for ``problem`` ('burgers' or 'heat2d').
+
+    ``hard=True`` builds the wall and initial conditions into the output, as
+    ``pinn`` does for ``hard: true`` conditions
+    (``pinn.nets.constraints.hard_dirichlet_initial`` with ``box_distance``):
+    ``u = u0(x) + d(x) t N(x, t)``, with ``d = 1 - x^2`` (Burgers) or
+    ``16 x(1-x) y(1-y)`` (heat 2D); the loss is then the PDE residual alone.
+    """
     import deepxde as dde
 
     jax_backend = dde.backend.backend_name == "jax"
@@ -64,12 +71,34 @@ def build(problem: str, *, width: int, depth: int, interior: int, boundary: int,
     else:
         raise ValueError(f"no DeepXDE version of problem {problem!r}; use 'burgers' or 'heat2d'")
     geomtime = dde.geometry.GeometryXTime(space, dde.geometry.TimeDomain(0, 1))
+    net = dde.nn.FNN([d_in] + [width] * depth + [1], "tanh", "Glorot normal")
+    if hard:
+        net.apply_output_transform(_hard_transform(problem))
+        data = dde.data.TimePDE(geomtime, pde, [], num_domain=interior, num_test=256)
+        return dde.Model(data, net)
     bc = dde.icbc.DirichletBC(geomtime, lambda x: 0, lambda _, on_boundary: on_boundary)
     ic = dde.icbc.IC(geomtime, u0, lambda _, on_initial: on_initial)
     data = dde.data.TimePDE(geomtime, pde, [bc, ic], num_domain=interior,
                             num_boundary=boundary, num_initial=initial, num_test=256)
-    net = dde.nn.FNN([d_in] + [width] * depth + [1], "tanh", "Glorot normal")
     return dde.Model(data, net)
+
+
+def _hard_transform(problem: str):
+    """DeepXDE's output transform for hard walls and start (see :func:`build`)."""
+    import deepxde as dde
+
+    bkd = dde.backend
+    pi = math.pi
+    if problem == "burgers":
+        def transform(x, y):
+            xs, t = x[..., 0:1], x[..., 1:2]
+            return -bkd.sin(pi * xs) + (1 - xs) * (1 + xs) * t * y
+    else:
+        def transform(x, y):
+            xs, ys, t = x[..., 0:1], x[..., 1:2], x[..., 2:3]
+            u0 = bkd.sin(pi * xs) * bkd.sin(pi * ys)
+            return u0 + 16 * xs * (1 - xs) * ys * (1 - ys) * t * y
+    return transform
 
 
 def backend_name() -> str:

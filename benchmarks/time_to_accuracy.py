@@ -59,6 +59,14 @@ def load(problem: str, mode: str):
     return pinn.config.load(str(C.ROOT / "problems" / PROBLEM_FILES[problem]), overrides(mode))
 
 
+def hard_conditions(problem) -> bool:
+    """Whether the problem's walls and start are hard constraints (DeepXDE mirrors it)."""
+    flags = {bool(getattr(c, "hard", False)) for c in problem.conditions.values()}
+    if len(flags) > 1:
+        raise ValueError("the DeepXDE side mirrors all-hard or all-soft conditions, not a mix")
+    return flags == {True}
+
+
 def first_below(curve: list[dict], level: float) -> dict | None:
     for p in curve:
         if p["rel_l2"] is not None and p["rel_l2"] < level:
@@ -92,7 +100,8 @@ def _settings(built, training) -> dict:
     return {"width": a.width, "depth": getattr(a, "depth", None),
             "points": {k: getattr(training.points, k) for k in
                        ("interior", "boundary", "initial", "resample_every")},
-            "stages": [repr(s) for s in training.stages], "eval_every": training.eval_every}
+            "stages": [repr(s) for s in training.stages], "eval_every": training.eval_every,
+            "hard_conditions": hard_conditions(built.problem)}
 
 
 def run_deepxde(problem: str, mode: str) -> dict:
@@ -109,7 +118,8 @@ def run_deepxde(problem: str, mode: str) -> dict:
     every = training.eval_every or 100
     p = training.points
     model = peers.build(problem, width=a.width, depth=a.depth, interior=p.interior,
-                        boundary=p.boundary, initial=p.initial, seed=training.seed)
+                        boundary=p.boundary, initial=p.initial, seed=training.seed,
+                        hard=hard_conditions(built.problem))
     curve: list[dict] = []
     t0 = time.perf_counter()
     nxt = {"step": every}

@@ -70,7 +70,12 @@ def _combine(apply: ApplyFn, outputs, rule) -> ApplyFn:
         cols = _columns(outputs, y.shape[-1])
         if cols == list(range(y.shape[-1])):
             return rule(x, y)
-        return y.at[..., cols].set(rule(x, y[..., cols]))
+        # assembled column by column rather than with ``.at[].set`` (a scatter), so
+        # that the Taylor-mode derivative engine can differentiate it
+        new = rule(x, y[..., cols])
+        where = {c: i for i, c in enumerate(cols)}
+        return jnp.stack([new[..., where[j]] if j in where else y[..., j]
+                          for j in range(y.shape[-1])], axis=-1)
 
     return constrained
 
@@ -172,7 +177,8 @@ def hard_dirichlet_initial(
     def rule(x, n):
         _check_t_range(t_index, x)
         k = n.shape[-1]
-        x0 = x.at[..., t_index].set(t0)
+        # the time column set to t0 (jnp.where, not a scatter: see _combine)
+        x0 = jnp.where(jnp.arange(x.shape[-1]) == t_index % x.shape[-1], t0, x)
         tau = (x[..., t_index] - t0)[..., None]
         u0 = _as_columns(initial_fn, x, k, "initial_fn")
         g = _as_columns(boundary_value_fn, x, k, "boundary_value_fn")
