@@ -276,3 +276,36 @@ def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
         "ckpt_000000012.npz",
         "ckpt_000000013.npz",
     ]
+
+
+def mean_terms(params, batch):
+    """Minimum at p = the mean of the batch: L-BFGS lands on the batch it was given."""
+    return {"fit": jnp.mean((params["p"] - batch["x"]) ** 2)}
+
+
+def mean_sample(key, params):
+    del params
+    return {"x": jax.random.normal(key, (16,))}
+
+
+@pytest.mark.parametrize("resample_every", [1000, None])
+def test_each_stage_fits_a_fresh_batch_when_resampling(resample_every):
+    """A new stage starts from a fresh batch (unless resampling is off): two L-BFGS stages
+    in a row end at the means of two different batches."""
+    stages = [Stage(LBFGS(gtol=1e-12), 20), Stage(LBFGS(gtol=1e-12), 20)]
+    ends = []
+    for n in (1, 2):
+        res = run(mean_terms, {"p": jnp.asarray(0.0)}, stages=stages[:n],
+                  sample_fn=mean_sample, key=jax.random.key(3), resample_every=resample_every,
+                  chunk=10, progress=False)
+        ends.append(float(res.params["p"]))
+    # stage 1 fits the first batch (drawn before training, the same in both runs)
+    key, sub = jax.random.split(jax.random.key(3))
+    first = mean_sample(sub, None)["x"]
+    np.testing.assert_allclose(ends[0], float(jnp.mean(first)), atol=1e-5)
+    if resample_every is None:
+        assert ends[1] == pytest.approx(ends[0], abs=1e-6)
+    else:
+        second = mean_sample(jax.random.split(key)[1], None)["x"]
+        np.testing.assert_allclose(ends[1], float(jnp.mean(second)), atol=1e-5)
+        assert abs(ends[1] - ends[0]) > 1e-3

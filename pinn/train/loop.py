@@ -456,10 +456,14 @@ def run(
             trains with the network and is logged (``param.<name>``).
         stages: ``[Stage(Adam(...), 20_000), Stage(LBFGS(), 2_000)]``; parameters carry over.
         sample_fn: ``sample_fn(key, params) -> batch`` (a pytree), traceable; called on device
-            every ``resample_every`` steps (never during full-batch stages such as L-BFGS).
+            every ``resample_every`` steps (never during full-batch stages such as L-BFGS)
+            and at the start of every stage after the first (so several L-BFGS stages in a
+            row each fit a batch of their own, drawn with the current parameters: with RAD,
+            where the residual is large now).
         key: PRNG key for sampling.
         weighting: :class:`Fixed` (default), :class:`GradNorm` or :class:`Causal`.
-        resample_every: steps between new batches (``None``: never).
+        resample_every: steps between new batches (``None``: never, not even between
+            stages).
         chunk: steps per jitted call (the host sees only chunk boundaries).
         out_dir: run folder: ``history.jsonl`` (and ``history.csv`` if ``history_csv``) and,
             unless ``checkpoint_dir`` is given, ``checkpoints/``.
@@ -757,6 +761,13 @@ def run(
                 if stage_index == len(stages) - 1:
                     break
                 stage_index += 1
+                if resample_every is not None:
+                    # a fresh batch for the new stage (with RAD: drawn where the current
+                    # residual is large), so that a full-batch stage such as L-BFGS, and
+                    # each of several L-BFGS stages in a row, fits points of its own
+                    k, sub = jax.random.split(state["key"])
+                    state = {**state, "key": k,
+                             "batch": _strong(sample_fn(sub, state["params"]))}
                 state = {
                     **state,
                     "opt": _strong(txs[stage_index].init(state["params"])),
