@@ -803,7 +803,21 @@ class FileReference:
         return out
 
 
-class FEMReference:
+class _Lazy:
+    """A reference computed on first use; pickled without the computed solution (it is
+    recomputed, or read from the disk cache, after loading)."""
+
+    _solution = None
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_solution"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._solution = None
+
+
+class FEMReference(_Lazy):
     """The finite-element solution of the problem itself, computed on first use (a fine
     mesh takes seconds to minutes) and kept for later calls.  Picklable: the solution
     is recomputed after loading."""
@@ -834,13 +848,6 @@ class FEMReference:
     def up_to_constant(self) -> tuple[str, ...]:
         """Fields fixed only up to a constant (compared after removing the mean)."""
         return tuple(getattr(self.solution(), "up_to_constant", ()))
-
-    def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k != "_solution"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._solution = None
 
     def __repr__(self) -> str:
         return f"FEMReference(cells={self.cells}, element={self.element!r})"
@@ -879,7 +886,7 @@ def build_reference(ctx: _Ctx, spec: S.ProblemSpec, params):
     return SpectralReference(kind, opts, ctx.fields[0].name)
 
 
-class SpectralReference:
+class SpectralReference(_Lazy):
     """A periodic spectral reference (pinn.reference.allen_cahn / kdv), computed on first
     use (then cached on disk by pinn.reference)."""
 
@@ -893,13 +900,6 @@ class SpectralReference:
 
             self._solution = getattr(R, self.kind)(field=self.field, **self.options)
         return self._solution(points)
-
-    def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k != "_solution"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._solution = None
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.options.items())
