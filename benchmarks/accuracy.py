@@ -368,8 +368,14 @@ def report(data: dict, command: str) -> str:
             notes.append(f"- {key}: FEM baseline not supported: {f['unsupported'][:300]}")
         elif "error" in f:
             notes.append(f"- {key}: FEM failed: `{f['error'][:300]}`")
+        if r.get("run_note"):
+            notes.append(f"- {key}: {r['run_note']}")
         if SUITE.get(key) and SUITE[key].notes:
             notes.append(f"- {key}: {SUITE[key].notes}")
+    missing = [k for k in SUITE if k not in data["entries"]]
+    if missing:
+        notes.append(f"- not run in this run (no results): {', '.join(missing)}; "
+                     f"`python benchmarks/accuracy.py --problems {','.join(missing)}` adds them")
     if notes:
         lines += ["## Notes", ""] + notes + [""]
     lines += ["## Settings", ""]
@@ -399,6 +405,9 @@ def main(argv=None) -> int:
     ap.add_argument("--inline", action="store_true",
                     help="run the problems in this process (default: one process each)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per problem")
+    ap.add_argument("--note", default=None,
+                    help="a note on how these problems ran (e.g. pinned to one core beside "
+                         "other jobs), printed with their results")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mode", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
@@ -436,6 +445,8 @@ def main(argv=None) -> int:
         print(f"[{mode}] {key} ...", file=sys.stderr, flush=True)
         res = (run_entry(SUITE[key], mode) if args.inline or mode == "smoke"
                else run_in_subprocess(key, mode, args.timeout))
+        if args.note:
+            res["run_note"] = args.note
         data["entries"][key] = res
         failed += "pinn_error" in res
         print("  " + summary(res), file=sys.stderr, flush=True)

@@ -211,7 +211,7 @@ class Solution:
         if ref is None:
             return {}
         pred = self.evaluate(pts)
-        return field_errors(pred, ref)
+        return field_errors(pred, ref, self.problem)
 
     # -- persistence ----------------------------------------------------------------
     def save(self, directory) -> Path:
@@ -251,18 +251,15 @@ def _chunks(a: np.ndarray, size: int):
         yield a[i:i + size]
 
 
-def field_errors(pred: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict:
-    rel, mx = {}, {}
-    for name, r in ref.items():
-        if name not in pred:
-            continue
-        r = np.asarray(r, dtype=np.float64)
-        p = np.asarray(pred[name], dtype=np.float64)
-        denom = np.linalg.norm(r)
-        diff = np.linalg.norm(p - r)
-        rel[name] = float(diff / denom) if denom > 0 else float(diff)
-        mx[name] = float(np.max(np.abs(p - r))) if r.size else 0.0
-    return {"rel_l2": rel, "max_abs_error": mx}
+def field_errors(pred: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray],
+                 problem=None) -> dict:
+    """Relative L2 and max abs errors per field (``pinn.report.field_errors``); fields the
+    problem fixes only up to a constant (a pressure, per the reference) are compared after
+    removing their means."""
+    from pinn.report.metrics import field_errors as errors
+    from pinn.report.metrics import up_to_constant
+
+    return errors(pred, ref, up_to_constant(problem) if problem is not None else ())
 
 
 def reference_values(problem, points) -> dict[str, np.ndarray] | None:
@@ -355,7 +352,7 @@ def solve(problem, model=None, training: Training | None = None, *, precision: i
             def evaluate(p):
                 out = np.asarray(apply_j(p["net"], x_eval))
                 pred = {f: out[:, i] for i, f in enumerate(problem.field_names)}
-                errs = field_errors(pred, ref_eval)["rel_l2"]
+                errs = field_errors(pred, ref_eval, problem)["rel_l2"]
                 return {f"rel_l2_{k}": v for k, v in errs.items()}
 
         key = jax.random.fold_in(jax.random.PRNGKey(training.seed), 2)
@@ -388,10 +385,10 @@ def solve(problem, model=None, training: Training | None = None, *, precision: i
     return sol
 
 
-def _eval_points_for_training(problem, max_points: int = 20000):
-    grid = evaluation_grid(problem, n={1: 101, 2: 41, 3: 15}.get(problem.space.dim, 9),
-                           n_time=21 if problem.is_evolution else None)
-    pts = grid.points
+def _eval_points_for_training(problem, max_points: int = 30000):
+    """The default evaluation grid (the one ``Solution.errors`` uses), or a fixed random
+    subset of it: the errors in the history estimate the final error."""
+    pts = evaluation_grid(problem).points
     if len(pts) > max_points:
         pts = pts[np.random.default_rng(0).choice(len(pts), max_points, replace=False)]
     ref = reference_values(problem, pts)

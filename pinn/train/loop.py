@@ -151,6 +151,62 @@ def _all_finite(tree: Any) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
+@dataclass(frozen=True)
+class _PdeScale:
+    """Learnable PDE parameters trained in units of their initial magnitude.
+
+    The optimiser sees ``theta = value / scale`` (``scale = |initial value|``, 1 for 0), so
+    that an Adam step of ``lr`` changes a parameter by the fraction ``lr`` of its size
+    whatever its units (a viscosity of 3e-3 would otherwise jump by 30% per step at
+    ``lr = 1e-3``). Hashable, so that equal runs share one compiled program.
+    """
+
+    scales: tuple[tuple[str, float], ...]
+
+    def physical(self, p: Any) -> Any:
+        if not self.scales:
+            return p
+        pde = dict(p["pde"])
+        for k, s in self.scales:
+            pde[k] = pde[k] * jnp.asarray(s, jnp.result_type(pde[k]))
+        return {**p, "pde": pde}
+
+    def internal(self, p: Any) -> Any:
+        if not self.scales:
+            return p
+        pde = dict(p["pde"])
+        for k, s in self.scales:
+            pde[k] = pde[k] / jnp.asarray(s, jnp.result_type(pde[k]))
+        return {**p, "pde": pde}
+
+    @staticmethod
+    def of(params: Any) -> _PdeScale:
+        pde = params.get("pde") if isinstance(params, Mapping) else None
+        if not isinstance(pde, Mapping):
+            return _PdeScale(())
+        scales = []
+        for k in sorted(pde):
+            v = np.asarray(jax.device_get(pde[k]))
+            if v.shape == () and np.issubdtype(v.dtype, np.floating):
+                a = float(abs(v))
+                scales.append((k, a if math.isfinite(a) and a > 0 else 1.0))
+        return _PdeScale(tuple(scales))
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """``fn`` called with physical parameters while the optimiser holds scaled ones."""
+
+    fn: Callable
+    scale: _PdeScale
+    at: int  # the position of params: 0 in terms_fn(params, batch), 1 in sample_fn(key, params)
+
+    def __call__(self, a, b):
+        if self.at == 0:
+            return self.fn(self.scale.physical(a), b)
+        return self.fn(a, self.scale.physical(b))
+
+
 def _strong(tree: Any) -> Any:
     """The same pytree with weak types made strong, so the jitted chunk compiles once."""
 
@@ -502,6 +558,17 @@ def run(
     if resume and checkpoint_dir is None:
         raise ValueError("run: resume=True needs checkpoint_dir (or out_dir) to find checkpoints.")
 
+    pde_scale = _PdeScale.of(params)
+    if pde_scale.scales:
+        terms_fn = _Scaled(terms_fn, pde_scale, 0)
+        sample_fn = _Scaled(sample_fn, pde_scale, 1)
+        params = pde_scale.internal(params)
+        if evaluate is not None:
+            user_evaluate = evaluate
+
+            def evaluate(p):
+                return user_evaluate(pde_scale.physical(p))
+
     starts = [0]
     for s in stages:
         starts.append(starts[-1] + s.steps)
@@ -653,7 +720,7 @@ def run(
         }
         row.update(_scalar_leaves("loss", report["terms"]))
         row.update(_scalar_leaves("weight", report["weights"]))
-        row.update(_scalar_leaves("param", report["pde"]))
+        row.update(_scalar_leaves("param", pde_scale.physical({"pde": report["pde"]})["pde"]))
         row.update(_scalar_leaves("aux", report["aux"]))
         row.update(
             {
@@ -691,7 +758,7 @@ def run(
             {} if last_report is None else {n: _float(v) for n, v in last_report["terms"].items()}
         )
         return TrainResult(
-            params=state["params"],
+            params=pde_scale.physical(state["params"]),
             history=history.rows,
             step=step,
             stages=list(stage_reports),
@@ -734,7 +801,7 @@ def run(
                     step=0,
                     stage=0,
                     failures=[],
-                    params=state["params"],
+                    params=pde_scale.physical(state["params"]),
                     history=history.rows,
                 )
         while True:
@@ -824,7 +891,7 @@ def run(
                         step=step,
                         stage=stage_index,
                         failures=rollbacks,
-                        params=state["params"],
+                        params=pde_scale.physical(state["params"]),
                         history=history.rows,
                     )
                 warnings.warn(event["message"], RuntimeWarning, stacklevel=2)

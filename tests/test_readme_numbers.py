@@ -1,0 +1,33 @@
+"""Every number in the README's performance section comes from a generated table."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATED = ("RESULTS.md", "TIME_TO_ACCURACY.md", "SPEED.md")
+# 2.0e-4, 1.02e-3 (errors) and "83 s", "4.5 min" style times are checked; plain counts
+# (steps, cores) and dates are not numbers measured by the benchmarks
+SCI = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?e[-+]?\d+)")
+
+
+def section(text: str, title: str) -> str:
+    start = text.index(title)
+    nxt = text.find("\n## ", start + len(title))
+    return text[start: nxt if nxt >= 0 else len(text)]
+
+
+def numbers(text: str) -> list[float]:
+    return [float(m) for m in SCI.findall(text)]
+
+
+def test_readme_performance_numbers_are_in_the_generated_tables():
+    readme = (ROOT / "README.md").read_text()
+    perf = section(readme, "## Performance")
+    quoted = numbers(perf)
+    assert quoted, "the performance section quotes no measured error"
+    tables = " ".join((ROOT / "benchmarks" / f).read_text() for f in GENERATED
+                      if (ROOT / "benchmarks" / f).exists())
+    available = numbers(tables)
+    missing = [q for q in quoted
+               if not any(abs(q - a) <= 0.006 * abs(a) + 1e-300 for a in available)]
+    assert not missing, f"README numbers not found in {GENERATED}: {missing}"
