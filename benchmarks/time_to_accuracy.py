@@ -101,10 +101,12 @@ def _settings(built, training) -> dict:
             "points": {k: getattr(training.points, k) for k in
                        ("interior", "boundary", "initial", "resample_every")},
             "stages": [repr(s) for s in training.stages], "eval_every": training.eval_every,
-            "hard_conditions": hard_conditions(built.problem)}
+            "hard_conditions": hard_conditions(built.problem),
+            "pinn_sampling": repr(training.points.rad) if training.points.rad is not None
+            else "uniform (DeepXDE: uniform, PDEPointResampler)"}
 
 
-def run_deepxde(problem: str, mode: str) -> dict:
+def run_deepxde(problem: str, mode: str, budget: float | None = None) -> dict:
     import numpy as np
     import peers
 
@@ -135,12 +137,19 @@ def run_deepxde(problem: str, mode: str) -> dict:
 
     import deepxde as dde
 
+    stopped = {"at": None}
+
     class _Eval(dde.callbacks.Callback):
         def on_batch_end(self):
             on_end(self.model.train_state.step)
+            if budget is not None and time.perf_counter() - t0 > budget:
+                stopped["at"] = int(self.model.train_state.step)
+                self.model.stop_training = True
 
     done = 0
     for stage in training.stages:
+        if stopped["at"] is not None:
+            break
         opt = stage.optimizer
         if isinstance(opt, LBFGS):
             peers.set_lbfgs(stage.steps, every)
@@ -155,11 +164,15 @@ def run_deepxde(problem: str, mode: str) -> dict:
         done = model.train_state.step
     if not curve or curve[-1]["step"] != done:
         evaluate(done)
-    return {"curve": curve, "steps": int(done), "wall_seconds": time.perf_counter() - t0,
-            "backend": peers.backend_name(), "settings": _settings(built, training)}
+    out = {"curve": curve, "steps": int(done), "wall_seconds": time.perf_counter() - t0,
+           "backend": peers.backend_name(), "settings": _settings(built, training)}
+    if stopped["at"] is not None:
+        out["stopped_at_budget"] = {"step": stopped["at"], "budget_seconds": budget}
+    return out
 
 
-def run_side(side: str, problem: str, mode: str, timeout: float) -> dict:
+def run_side(side: str, problem: str, mode: str, timeout: float,
+             budget: float | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "side.json"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -167,6 +180,8 @@ def run_side(side: str, problem: str, mode: str, timeout: float) -> dict:
             env["DDE_BACKEND"] = side.split("-", 1)[1]
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", side, "--problem",
                problem, "--mode", mode, "--worker-out", str(out)]
+        if budget is not None and side.startswith("deepxde-"):
+            cmd += ["--budget", str(budget)]
         load_before = C.load_average()
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
@@ -247,8 +262,11 @@ def report(data: dict, command: str, figures: dict[str, str]) -> str:
             fb = res["first_below"]
             cells = [(f"{fb[k]['time']:.1f} (step {fb[k]['step']})" if fb.get(k) else "–")
                      for k in (f"{lvl:g}" for lvl in THRESHOLDS)]
-            rows.append((problem, side, *cells, C.fmt(res.get("final_rel_l2")),
-                         str(res.get("steps")), C.fmt(res.get("wall_seconds"), ".1f")))
+            steps = str(res.get("steps"))
+            if res.get("stopped_at_budget"):
+                steps += f" (stopped at the {res['stopped_at_budget']['budget_seconds']:.0f} s budget)"
+            rows.append((problem, side, *cells, C.fmt(res.get("final_rel_l2")), steps,
+                         C.fmt(res.get("wall_seconds"), ".1f")))
     lines += [C.table(header, rows), ""]
     for problem, fig in figures.items():
         lines += [f"![{problem}]({fig})", ""]
@@ -277,14 +295,18 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=None,
                     help="where the markdown, figures and JSON go (default: benchmarks/)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per side")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="DeepXDE sides stop training after this many seconds (the curve so "
+                         "far is kept and the stop is reported)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--problem", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mode", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        fn = run_pinn if args.worker == "pinn" else run_deepxde
-        C.write_json(Path(args.worker_out), fn(args.problem, args.mode))
+        res = (run_pinn(args.problem, args.mode) if args.worker == "pinn"
+               else run_deepxde(args.problem, args.mode, args.budget))
+        C.write_json(Path(args.worker_out), res)
         return 0
 
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
@@ -315,7 +337,7 @@ def main(argv=None) -> int:
         data["problems"][problem] = {}
         for side in sides:
             print(f"[{mode}] {problem} / {side} ...", file=sys.stderr, flush=True)
-            res = analyse(run_side(side, problem, mode, args.timeout))
+            res = analyse(run_side(side, problem, mode, args.timeout, args.budget))
             failed |= "error" in res
             data["problems"][problem][side] = res
             print("  " + (res.get("error") or
