@@ -263,8 +263,9 @@ def report(data: dict, command: str, figures: dict[str, str]) -> str:
             cells = [(f"{fb[k]['time']:.1f} (step {fb[k]['step']})" if fb.get(k) else "–")
                      for k in (f"{lvl:g}" for lvl in THRESHOLDS)]
             steps = str(res.get("steps"))
-            if res.get("stopped_at_budget"):
-                steps += f" (stopped at the {res['stopped_at_budget']['budget_seconds']:.0f} s budget)"
+            stop = res.get("stopped_at_budget")
+            if stop:
+                steps += f" (stopped at the {stop['budget_seconds']:.0f} s budget)"
             rows.append((problem, side, *cells, C.fmt(res.get("final_rel_l2")), steps,
                          C.fmt(res.get("wall_seconds"), ".1f")))
     lines += [C.table(header, rows), ""]
