@@ -55,8 +55,9 @@ BROKEN = {
     # name: (text, needle on the line named, text expected in the message)
     "unknown_key": (heat_text("model: {mlp:", "modle: {mlp:"), "modle:",
                     "unknown key 'modle' (did you mean 'model'?)"),
-    "unknown_nested_key": (heat_text("{dirichlet: {u: 0}, on: boundary}",
-                                     "{dirichlet: {u: 0}, on: boundary, wieght: 2}"), "walls:",
+    "unknown_nested_key": (heat_text("{dirichlet: {u: 0}, on: boundary, hard: true}",
+                                     "{dirichlet: {u: 0}, on: boundary, hard: true, wieght: 2}"),
+                           "walls:",
                            "conditions.walls: unknown key 'wieght' (did you mean 'weight'?)"),
     "wrong_type": (heat_text("depth: 4", "depth: [4]"), "depth:",
                    "model.mlp.depth: expected a whole number, got a list"),
