@@ -301,6 +301,9 @@ def report(data: dict, command: str) -> str:
     m = data["machine"]
     mode = data["mode"]
     lines = ["# pinn: accuracy results", "", C.generated_note("accuracy.py", command), ""]
+    if len({r.get("date", "")[:13] for r in data["entries"].values()}) > 1:
+        lines += ["Results are merged by problem from several runs (the last one above; each "
+                  "problem's run, date and load are under Settings below).", ""]
     if mode != "full":
         lines += [f"**{mode} mode**: short training, for checking the pipeline; these are "
                   "not the suite's results (run `python benchmarks/accuracy.py`).", ""]
@@ -382,7 +385,11 @@ def report(data: dict, command: str) -> str:
     for key, r in data["entries"].items():
         if "pinn" not in r:
             continue
-        lines.append(f"- {key} (`{r.get('file')}`, run {r.get('date')}): {r.get('model')}; "
+        load = r.get("load_start")
+        lines.append(f"- {key} (`{r.get('file')}`, run {r.get('date')}"
+                     + (f", load average {load[0]:.1f} at its start" if load else "")
+                     + (f", by `{r['command']}`" if r.get("command") else "")
+                     + f"): {r.get('model')}; "
                      f"stages {', '.join(r.get('stages', []))}; points {r.get('points')}"
                      + (f"; overrides `{' '.join(r['overrides'])}`" if r.get("overrides")
                         else ""))
@@ -445,6 +452,7 @@ def main(argv=None) -> int:
         print(f"[{mode}] {key} ...", file=sys.stderr, flush=True)
         res = (run_entry(SUITE[key], mode) if args.inline or mode == "smoke"
                else run_in_subprocess(key, mode, args.timeout))
+        res["command"] = command
         if args.note:
             res["run_note"] = args.note
         data["entries"][key] = res

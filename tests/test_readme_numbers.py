@@ -5,9 +5,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ("RESULTS.md", "TIME_TO_ACCURACY.md", "SPEED.md")
-# 2.0e-4, 1.02e-3 (errors) and "83 s", "4.5 min" style times are checked; plain counts
+# errors (2.17e-4) and times in seconds ("58 s", "111.4 s") are checked; plain counts
 # (steps, cores) and dates are not numbers measured by the benchmarks
 SCI = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?e[-+]?\d+)")
+SECONDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) s\b")
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)")
 
 
 def section(text: str, title: str) -> str:
@@ -31,3 +33,8 @@ def test_readme_performance_numbers_are_in_the_generated_tables():
     missing = [q for q in quoted
                if not any(abs(q - a) <= 0.006 * abs(a) + 1e-300 for a in available)]
     assert not missing, f"README numbers not found in {GENERATED}: {missing}"
+    plain = [float(m) for m in NUMBER.findall(tables)]
+    times = [float(m) for m in SECONDS.findall(perf)]
+    assert times, "the performance section quotes no measured time"
+    missing = [t for t in times if not any(abs(t - a) <= max(0.5, 0.005 * t) for a in plain)]
+    assert not missing, f"README times (s) not found in {GENERATED}: {missing}"

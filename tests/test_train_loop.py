@@ -309,3 +309,18 @@ def test_each_stage_fits_a_fresh_batch_when_resampling(resample_every):
         second = mean_sample(jax.random.split(key)[1], None)["x"]
         np.testing.assert_allclose(ends[1], float(jnp.mean(second)), atol=1e-5)
         assert abs(ends[1] - ends[0]) > 1e-3
+
+
+def test_lbfgs_stops_when_the_line_search_finds_no_decrease():
+    """float32: once the loss is at its rounding floor, L-BFGS stops ('stalled') instead of
+    spending every remaining step on a full line search that finds nothing."""
+    params = {"net": {"a": jnp.zeros(9, jnp.float32)}, "pde": {"c": jnp.asarray(0.3, jnp.float32)}}
+    res = run(poly_terms, params, stages=[Stage(LBFGS(), 3000)], sample_fn=poly_sample,
+              key=jax.random.key(7), resample_every=None, chunk=100, progress=False)
+    first = res.history[0]["loss"]
+    st = res.stages[0]
+    assert st["status"] == "stalled" and st["stopped_at"] < 3000
+    assert res.history[-1]["loss"] < 1e-4 * first
+    # the parameters at the stop are the last accepted ones: a finite, small loss
+    terms = poly_terms(res.params, res.state["batch"])
+    assert np.isfinite(float(terms["data"])) and float(terms["data"]) < 1e-4 * first

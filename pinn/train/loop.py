@@ -414,13 +414,17 @@ def _chunk_program(spec: _Program) -> Callable:
             new_p = optax.apply_updates(p, updates)
             new_value = optax.tree.get(new_opt, "value")
             nonfinite = ~jnp.isfinite(new_value) | ~_all_finite(new_p)
+            # stalled: the step leaves the parameters as they are, or the line search found
+            # no decrease of the loss (in float32 the loss has reached its rounding floor;
+            # going on would spend every step on a full line search for nothing)
+            stalled = (optax.tree.norm(updates) == 0) | ~(new_value < value)
             status = jnp.where(
                 gnorm <= optimizer.gtol,
                 _CONVERGED,
                 jnp.where(
                     nonfinite,
                     _NONFINITE,
-                    jnp.where(optax.tree.norm(updates) == 0, _STALLED, _RUNNING),
+                    jnp.where(stalled, _STALLED, _RUNNING),
                 ),
             ).astype(jnp.int32)
             accept = status == _RUNNING

@@ -146,9 +146,10 @@ class LBFGS:
     """L-BFGS (optax) with a zoom line search, run full batch.
 
     It runs its stage's step count unless it has converged: the gradient norm fell to
-    ``gtol``, or a step no longer changes the parameters (the line search found no
-    decrease at machine precision). A step whose line search lands on a non-finite loss is
-    rejected and ends the stage with a warning. The reason and step are reported in
+    ``gtol``, or it has stalled: a step no longer changes the parameters or no longer
+    lowers the loss (the line search found no decrease: the loss is at its rounding
+    floor, which float32 reaches long before the optimum). A step whose line search
+    lands on a non-finite loss is rejected and ends the stage with a warning. The reason and step are reported in
     ``TrainResult.stages``.
 
     Args:
