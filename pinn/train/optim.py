@@ -149,8 +149,8 @@ class LBFGS:
     ``gtol``, or it has stalled: a step no longer changes the parameters or no longer
     lowers the loss (the line search found no decrease: the loss is at its rounding
     floor, which float32 reaches long before the optimum). A step whose line search
-    lands on a non-finite loss is rejected and ends the stage with a warning. The reason and step are reported in
-    ``TrainResult.stages``.
+    lands on a non-finite loss is rejected and ends the stage with a warning. The reason
+    and step are reported in ``TrainResult.stages``.
 
     Args:
         memory: number of curvature pairs kept.
