@@ -259,6 +259,7 @@ def pinn_setup(problem, model, training):
 
 def eval_points(problem):
     """The points and reference values ``pinn.solve`` evaluates on during training."""
-    from pinn.solve import _eval_points_for_training
+    from pinn.solve import evaluation_points, reference_values
 
-    return _eval_points_for_training(problem)
+    pts = evaluation_points(problem)
+    return pts, reference_values(problem, pts)

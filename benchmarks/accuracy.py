@@ -152,21 +152,11 @@ def _reference(name: str):
     raise ValueError(f"unknown reference {name!r}")
 
 
-def _points(problem, max_points: int = 60000):
-    import numpy as np
-
-    import pinn
-
-    pts = pinn.evaluation_grid(problem).points
-    if len(pts) > max_points:
-        pts = pts[np.random.default_rng(0).choice(len(pts), max_points, replace=False)]
-    return pts
-
-
 def run_entry(entry: Entry, mode: str) -> dict:
     """Train the PINN, solve with FEM; errors on the same points. Never raises."""
     import pinn
     import pinn.config
+    from pinn.solve import evaluation_points
 
     out: dict = {"key": entry.key, "title": entry.title, "file": f"problems/{entry.file}",
                  "mode": mode, "date": C.machine()["date"], "load_start": C.load_average()}
@@ -190,7 +180,7 @@ def run_entry(entry: Entry, mode: str) -> dict:
             sol = pinn.solve(problem, model, training, precision=built.precision,
                              progress=False)
         out["pinn_wall_seconds"] = time.perf_counter() - t0
-        pts = _points(problem)
+        pts = evaluation_points(problem, 60000)
         out["n_eval_points"] = int(len(pts))
         m = sol.metrics
         errs = sol.errors(pts) if (problem.exact or problem.reference is not None) else {}

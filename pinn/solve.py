@@ -19,7 +19,8 @@ from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate_on_points
 from pinn.train.loss import Points, assemble
 
-__all__ = ["Training", "Solution", "solve", "evaluation_grid", "Grid", "precision_scope"]
+__all__ = ["Training", "Solution", "solve", "evaluation_grid", "evaluation_points", "Grid",
+           "precision_scope"]
 
 
 def _default_stages():
@@ -106,6 +107,16 @@ def evaluation_grid(problem, n: int | None = None, n_time: int | None = None) ->
         pass
     mask = (inside | on_edge).reshape(mesh.shape[:-1])
     return Grid(points=flat[mask.reshape(-1)], axes=tuple(axes), mask=mask)
+
+
+def evaluation_points(problem, max_points: int | None = 30000, seed: int = 0) -> np.ndarray:
+    """The nodes of :func:`evaluation_grid` inside the domain, or a fixed random subset
+    of ``max_points`` of them (``seed``): the errors in the history, and the benchmarks'
+    errors, estimate the final error on the same points every time."""
+    pts = evaluation_grid(problem).points
+    if max_points is not None and len(pts) > max_points:
+        pts = pts[np.random.default_rng(seed).choice(len(pts), max_points, replace=False)]
+    return pts
 
 
 # ---------------------------------------------------------------------------
@@ -339,13 +350,10 @@ def solve(problem, model=None, training: Training | None = None, *, precision: i
         elif causal is not None:
             weighting = replace(causal, base=Fixed(dict(asm.weights))) if hasattr(
                 causal, "base") and causal.base is None else causal
-        ref_grid = None
-        if problem.exact or problem.reference is not None:
-            ref_grid = _eval_points_for_training(problem)
-
         evaluate = None
-        if ref_grid is not None:
-            pts_eval, ref_eval = ref_grid
+        if problem.exact or problem.reference is not None:
+            pts_eval = evaluation_points(problem)
+            ref_eval = reference_values(problem, pts_eval)
             apply_j = jax.jit(asm.apply)
             x_eval = jnp.asarray(pts_eval, dtype)
 
@@ -384,12 +392,3 @@ def solve(problem, model=None, training: Training | None = None, *, precision: i
         sol.metrics = metrics
     return sol
 
-
-def _eval_points_for_training(problem, max_points: int = 30000):
-    """The default evaluation grid (the one ``Solution.errors`` uses), or a fixed random
-    subset of it: the errors in the history estimate the final error."""
-    pts = evaluation_grid(problem).points
-    if len(pts) > max_points:
-        pts = pts[np.random.default_rng(0).choice(len(pts), max_points, replace=False)]
-    ref = reference_values(problem, pts)
-    return pts, ref

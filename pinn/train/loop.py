@@ -164,19 +164,17 @@ class _PdeScale:
     scales: tuple[tuple[str, float], ...]
 
     def physical(self, p: Any) -> Any:
-        if not self.scales:
-            return p
-        pde = dict(p["pde"])
-        for k, s in self.scales:
-            pde[k] = pde[k] * jnp.asarray(s, jnp.result_type(pde[k]))
-        return {**p, "pde": pde}
+        return self._apply(p, jnp.multiply)
 
     def internal(self, p: Any) -> Any:
+        return self._apply(p, jnp.divide)
+
+    def _apply(self, p: Any, op: Callable) -> Any:
         if not self.scales:
             return p
         pde = dict(p["pde"])
         for k, s in self.scales:
-            pde[k] = pde[k] / jnp.asarray(s, jnp.result_type(pde[k]))
+            pde[k] = op(pde[k], jnp.asarray(s, jnp.result_type(pde[k])))
         return {**p, "pde": pde}
 
     @staticmethod
