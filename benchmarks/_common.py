@@ -13,7 +13,9 @@ import math
 import os
 import platform
 import re
+import shlex
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -180,6 +182,12 @@ def fmt(v, spec: str = ".2e", missing: str = "–") -> str:
     if isinstance(v, (int, float)):
         return format(v, spec)
     return str(v)
+
+
+def command_line(script: str, argv: Sequence[str] | None) -> str:
+    """How a benchmark was started: ``python benchmarks/<script> <arguments>``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return shlex.join(["python", f"benchmarks/{script}", *args])
 
 
 def generated_note(script: str, command: str) -> str:

@@ -415,8 +415,7 @@ def main(argv=None) -> int:
 
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     suffix = "" if mode == "full" else f"-{mode}"
-    command = "python benchmarks/accuracy.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
+    command = C.command_line("accuracy.py", argv)
     out = Path(args.out) if args.out else C.HERE / f"RESULTS{suffix}.md"
     jpath = Path(args.json) if args.json else C.HERE / "results" / f"accuracy{suffix}.json"
     if args.from_json:

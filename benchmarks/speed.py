@@ -359,6 +359,7 @@ def measure(case: Case, sides: list[str], env: dict, rounds: int, log_dir: Path,
 
 def run_all(cases: list[Case], sides: list[str], allocators: list[str], rounds: int,
             flops: bool, log_dir: Path, timeout: float, cpus: str | None = None) -> dict:
+    machine = C.machine()  # before the run: its load is other processes', not ours
     results = []
     for case in cases:
         for alloc in allocators:
@@ -370,7 +371,7 @@ def run_all(cases: list[Case], sides: list[str], allocators: list[str], rounds: 
             results.append({"case": asdict(case), "label": case.label, "allocator": alloc,
                             "sides": sides_out, "seconds": time.perf_counter() - t0})
             print(summary_lines(results[-1]), file=sys.stderr, flush=True)
-    return {"machine": C.machine(), "rounds": rounds, "sides": sides, "cpus": cpus,
+    return {"machine": machine, "rounds": rounds, "sides": sides, "cpus": cpus,
             "allocators": allocators, "results": results}
 
 
@@ -498,8 +499,7 @@ def main(argv=None) -> int:
         worker_main(args)
         return 0
 
-    command = "python benchmarks/speed.py " + " ".join(argv if argv is not None
-                                                          else sys.argv[1:])
+    command = C.command_line("speed.py", argv)
     out = Path(args.out) if args.out else (None if args.smoke else C.HERE / "SPEED.md")
     jpath = Path(args.json) if args.json else (
         None if args.smoke else C.HERE / "results" / "speed.json")

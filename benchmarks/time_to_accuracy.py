@@ -311,8 +311,7 @@ def main(argv=None) -> int:
         return 0
 
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
-    command = "python benchmarks/time_to_accuracy.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
+    command = C.command_line("time_to_accuracy.py", argv)
     problems = [p.strip() for p in args.problems.split(",") if p.strip()]
     bad = [p for p in problems if p not in PROBLEM_FILES]
     if bad:

@@ -5,10 +5,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ("RESULTS.md", "TIME_TO_ACCURACY.md", "SPEED.md")
-# errors (2.17e-4) and times in seconds ("58 s", "111.4 s") are checked; plain counts
-# (steps, cores) and dates are not numbers measured by the benchmarks
+# errors (2.17e-4), times in seconds ("58 s", "111.4 s") and speed ratios ("6.28×") are
+# checked; plain counts (steps, cores) and dates are not numbers measured by the benchmarks
 SCI = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?e[-+]?\d+)")
 SECONDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) s\b")
+RATIO = re.compile(r"(?<![\w.])(\d+\.\d+)×")
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)")
 
 
@@ -38,3 +39,6 @@ def test_readme_performance_numbers_are_in_the_generated_tables():
     assert times, "the performance section quotes no measured time"
     missing = [t for t in times if not any(abs(t - a) <= max(0.5, 0.005 * t) for a in plain)]
     assert not missing, f"README times (s) not found in {GENERATED}: {missing}"
+    ratios = [float(m) for m in RATIO.findall(perf)]
+    missing = [r for r in ratios if r not in plain]
+    assert not missing, f"README speed ratios not found in {GENERATED}: {missing}"
