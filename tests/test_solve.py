@@ -72,3 +72,20 @@ def test_inverse_heat_recovers_diffusivity():
     s = pinn.solve(p, pinn.MLP(width=20, depth=2), training, precision=64, progress=False)
     assert abs(s.learned_params()["kappa"] - 0.1) < 0.005, s.learned_params()
     assert s.history and "param.kappa" in s.history[-1]
+
+
+def test_evaluation_points_are_a_fixed_subset_of_the_grid():
+    from pinn.solve import evaluation_points
+
+    problem = pinn.Problem(domain=pinn.Interval(-1, 1) * pinn.TimeInterval(0, 1),
+                           equations={"pde": pinn.D(u, t) - pinn.D(u, x, 2)})
+    grid = pinn.evaluation_grid(problem).points  # 201 x 101 nodes
+    assert len(grid) == 201 * 101
+    np.testing.assert_array_equal(evaluation_points(problem, None), grid)
+    sub = evaluation_points(problem, 500)
+    assert sub.shape == (500, 2)
+    np.testing.assert_array_equal(sub, evaluation_points(problem, 500))  # same every call
+    assert len(np.unique(sub, axis=0)) == 500
+    rows = {tuple(r) for r in grid}
+    assert all(tuple(r) in rows for r in sub)
+    assert not np.array_equal(sub, evaluation_points(problem, 500, seed=1))
