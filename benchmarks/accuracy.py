@@ -291,7 +291,9 @@ def report(data: dict, command: str) -> str:
     m = data["machine"]
     mode = data["mode"]
     lines = ["# pinn: accuracy results", "", C.generated_note("accuracy.py", command), ""]
-    if len({r.get("date", "")[:13] for r in data["entries"].values()}) > 1:
+    # entries that predate this invocation's start were merged from earlier runs
+    started = m.get("date", "")
+    if any(r.get("date", "") < started for r in data["entries"].values()):
         lines += ["Results are merged by problem from several runs (the last one above; each "
                   "problem's run, date and load are under Settings below).", ""]
     if mode != "full":
