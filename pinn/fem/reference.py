@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import warnings
 from pathlib import Path
 
+from pinn import io
 from pinn.fem.solution import FEMSolution
 
 __all__ = ["fem_reference", "cache_dir", "problem_key"]
@@ -18,9 +18,8 @@ _FORMAT = "pinn.fem.reference/1"
 
 
 def cache_dir() -> Path:
-    """``$PINN_CACHE`` or ``~/.cache/pinn``."""
-    root = os.environ.get("PINN_CACHE") or "~/.cache/pinn"
-    return Path(root).expanduser()
+    """``$PINN_CACHE`` or ``~/.cache/pinn`` (:func:`pinn.io.cache_dir`)."""
+    return io.cache_dir()
 
 
 def problem_key(problem, settings: dict) -> str:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -15,6 +13,7 @@ from scipy.spatial import cKDTree
 
 from pinn.dsl import expr as E
 from pinn.fem._numeric import evaluate_points
+from pinn.io import write_npz, write_text
 
 __all__ = ["FEMSolution"]
 
@@ -304,15 +303,15 @@ class FEMSolution:
             "solve_seconds": self.solve_seconds, "dofs": self.dofs, "n_cells": self.n_cells,
             "up_to_constant": self.up_to_constant, "info": _jsonable(self.info),
         }
-        _atomic(d / "fem.npz", lambda fh: np.savez_compressed(fh, **arrays), binary=True)
-        _atomic(d / "fem.json", lambda fh: fh.write(json.dumps(meta, indent=2)), binary=False)
+        write_npz(d / "fem.npz", **arrays)
+        write_text(d / "fem.json", json.dumps(meta, indent=2))
         return d
 
     @classmethod
     def load(cls, directory, problem=None) -> FEMSolution:
         d = Path(directory)
         meta = json.loads((d / "fem.json").read_text())
-        with np.load(d / "fem.npz") as z:
+        with np.load(d / "fem.npz", allow_pickle=False) as z:
             p, t, snaps = z["p"], z["t"], z["snapshots"]
             times = z["times"] if "times" in z.files else None
         mesh = _MESHES[meta["mesh"]](p, t)
@@ -333,15 +332,3 @@ def _jsonable(x):
     if isinstance(x, (str, int, float, bool)) or x is None:
         return x
     return str(x)
-
-
-def _atomic(path: Path, write, binary: bool) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb" if binary else "w") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Callable, Mapping
@@ -20,16 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
+from pinn import io
+
 #: Bump when a solver changes in a way that changes its output.
 VERSION = 1
 
 
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
-    """Where references are cached (``override``, else ``$PINN_CACHE``, else ``~/.cache/pinn``)."""
-    if override is not None:
-        return Path(override).expanduser()
-    root = os.environ.get("PINN_CACHE") or "~/.cache/pinn"
-    return Path(root).expanduser() / "reference"
+    """Where references are cached (``override``, else ``$PINN_CACHE/reference``)."""
+    return io.cache_dir("reference", override)
 
 
 def _key(kind: str, params: Mapping) -> tuple[str, str]:
@@ -62,17 +60,7 @@ def cached(kind: str, params: Mapping, compute: Callable[[], dict[str, np.ndarra
             warnings.warn(f"cache entry {path} is unreadable ({err}); recomputing", stacklevel=3)
     data = compute()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{kind}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, _params=np.array(text), **data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        io.write_npz(path, compress=False, _params=np.array(text), **data)
     except OSError as err:
         warnings.warn(
             f"could not write the reference cache in {folder} ({err}); set PINN_CACHE to a "

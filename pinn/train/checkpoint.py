@@ -15,14 +15,14 @@ import io
 import json
 import os
 import re
-import uuid
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
+
+from pinn.io import write_bytes, write_text
 
 __all__ = [
     "atomic_write_bytes",
@@ -41,44 +41,14 @@ class CheckpointError(RuntimeError):
     """A checkpoint cannot be read or does not match the run that tries to resume from it."""
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        with open(tmp, mode) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file, fsync, rename)."""
-    return _atomic_write(path, lambda fh: fh.write(data), "wb")
+    """Write ``data`` to ``path`` atomically (:func:`pinn.io.write_bytes`)."""
+    return write_bytes(path, data)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return _atomic_write(path, lambda fh: fh.write(text), "w")
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`pinn.io.write_text`)."""
+    return write_text(path, text)
 
 
 def _is_key(leaf: Any) -> bool:
