@@ -1,6 +1,24 @@
-"""Boundary, initial, data and constraint conditions: data only.
+"""Boundary, initial, data and constraint conditions.
 
-Each condition becomes one named loss term (see :mod:`pinn.train.loss`).
+Each condition is data, and knows itself: every condition type is a
+:class:`Condition` and provides
+
+- ``expressions()``: the expressions it is made of (values, coefficients, a
+  predicate), which the Problem checks for unknown coordinates and parameters;
+- ``fields_used()``: the fields it constrains;
+- ``validate(problem, name)``: checks against a problem (raises ``ValueError``
+  naming the fix);
+- ``residuals(problem, name)``: a :class:`Residuals`, the expressions that
+  vanish where the condition holds and where that is; the PINN loss
+  (:mod:`pinn.train.loss`) and the manufactured-solution check
+  (:mod:`pinn.report.manufactured`) are both built from it;
+- ``hard_outputs(problem, name)`` / ``periodic_inputs(problem, name)``: what a
+  ``hard=True`` condition builds into the network (output transforms, input
+  embedding).
+
+A new condition type is a subclass providing these methods; the FEM baseline
+(:mod:`pinn.fem`) keeps its own table of the types it supports.
+
 ``on`` selects where a boundary condition holds:
 
 - ``"boundary"``: the whole boundary of the spatial domain;
@@ -18,7 +36,85 @@ import numpy as np
 
 from pinn.dsl import expr as E
 
+__all__ = ["Condition", "Residuals", "HardOutput", "normal_symbols", "Dirichlet", "Neumann",
+           "Robin", "Periodic", "Initial", "Constraint", "Data"]
+
 Where = str | tuple | E.Expr
+
+
+def normal_symbols(dim: int) -> tuple[E.Coord, ...]:
+    """The per-point symbols of the outward normal (Neumann and Robin residuals use them)."""
+    return tuple(E.Coord(f"n__{i}") for i in range(dim))
+
+
+@dataclass(frozen=True, eq=False)
+class Residuals:
+    """Expressions that vanish where a condition holds, and where that is.
+
+    ``on``: ``"interior"`` (the space-time domain), ``"initial"`` (the initial
+    time slice) or a boundary selection (``"boundary"``, parts, a predicate).
+    ``normals``: the expressions use :func:`normal_symbols` (outward normal).
+    ``match``: ``(axis, position)``, periodic matching: each residual at a point
+    of ``on`` minus the same residual at the point moved to ``position`` along
+    coordinate ``axis``.  ``points`` / ``targets``: fixed points ``[N, d]`` where
+    the expressions must equal ``targets[N, k]`` (observations; ``on`` unused).
+    """
+
+    exprs: Mapping[str, E.Expr]
+    on: Where = "boundary"
+    normals: bool = False
+    match: tuple[int, float] | None = None
+    points: np.ndarray | None = None
+    targets: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class HardOutput:
+    """One field's exact constraint built into the network output.
+
+    ``kind="dirichlet"``: ``field = value`` on the box ``walls`` (see
+    :func:`pinn.nets.box_distance`); ``kind="initial"``: ``field = value``
+    (and ``D(field, t) = rate``) at the initial time.
+    """
+
+    kind: str
+    field: E.Field
+    value: E.Expr
+    walls: tuple = ()
+    rate: E.Expr | None = None
+
+
+class Condition:
+    """The protocol of a condition type (see the module docstring)."""
+
+    weight: float = 1.0
+    hard: bool = False
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__.lower()
+
+    def expressions(self) -> tuple[E.Expr, ...]:
+        """The expressions the condition is made of (including an ``on`` predicate)."""
+        return _predicate(getattr(self, "on", None))
+
+    def fields_used(self) -> tuple[E.Field, ...]:
+        return ()
+
+    def validate(self, problem, name: str) -> None:
+        """Raise ``ValueError`` (naming the fix) if the condition does not fit ``problem``."""
+
+    def residuals(self, problem, name: str) -> Residuals:
+        raise NotImplementedError(
+            f"conditions.{name}: {type(self).__name__} does not define residuals(problem, name); "
+            "a condition type must return the expressions that vanish where it holds"
+        )
+
+    def hard_outputs(self, problem, name: str) -> tuple[HardOutput, ...]:
+        return ()
+
+    def periodic_inputs(self, problem, name: str) -> dict[int, float]:
+        return {}
 
 
 def _values(target, value) -> tuple[tuple[E.Field, E.Expr], ...]:
@@ -49,8 +145,100 @@ def _where(on) -> Where:
     )
 
 
+def _predicate(on) -> tuple[E.Expr, ...]:
+    return (on,) if isinstance(on, E.Expr) else ()
+
+
+def _set(obj, **kw) -> None:
+    for k, v in kw.items():
+        object.__setattr__(obj, k, v)
+
+
+def _one_field(kind: str, target) -> E.Field:
+    if not isinstance(target, E.Field):
+        raise TypeError(f"{kind} is set on a field, got {target!r}")
+    return target
+
+
+def _normal_derivative(problem, f: E.Field) -> E.Expr:
+    pairs = zip(normal_symbols(len(problem.spatial)), problem.spatial, strict=True)
+    return sum((n_i * E.Derivative(f, (x_i,)) for n_i, x_i in pairs), start=E.Number(0))
+
+
+def _needs_time(problem, name: str, what: str) -> None:
+    if not problem.is_evolution:
+        raise ValueError(f"conditions.{name}: {what} needs a time interval in the domain "
+                         "(Shape * TimeInterval(t0, t1)); remove it for a steady problem")
+
+
+_WALLS = {"left": (0, "lo"), "right": (0, "hi"), "bottom": (1, "lo"), "top": (1, "hi"),
+          "front": (2, "lo"), "back": (2, "hi")}
+
+
+def _box_walls(problem, name, on) -> tuple:
+    """The ``box_distance`` walls of a hard Dirichlet condition on a box's parts."""
+    from pinn import geometry as G
+
+    space = problem.space
+    if not isinstance(space, (G.Interval, G.Rectangle, G.Box)):
+        raise ValueError(
+            f"conditions.{name}: hard Dirichlet conditions are supported on intervals, "
+            f"rectangles and boxes, not on {type(space).__name__}; use hard=False"
+        )
+    if on == "boundary":
+        return tuple(range(space.dim))
+    parts = (on,) if isinstance(on, str) else on
+    if not isinstance(parts, tuple) or not all(isinstance(p, str) for p in parts):
+        raise ValueError(
+            f"conditions.{name}: a hard Dirichlet condition needs named parts (or 'boundary'), "
+            f"not a predicate; use hard=False with on={on}"
+        )
+    walls = []
+    for p in parts:
+        if p not in space.boundary_parts or p not in _WALLS:
+            raise ValueError(f"conditions.{name}.on: unknown part {p!r}; this "
+                             f"{type(space).__name__} has {', '.join(space.boundary_parts)}")
+        walls.append(_WALLS[p])
+    return tuple(walls)
+
+
+def periodic_axis(problem, name: str, pair: tuple[str, str]) -> tuple[int, float, float]:
+    """The coordinate axis normal to a periodic pair of faces and the faces' two positions."""
+    import jax
+
+    from pinn.geometry import Uniform
+
+    key = jax.random.PRNGKey(0)
+    positions, axes = [], []
+    for part in pair:
+        try:
+            bs = problem.space.sample_boundary(key, 64, Uniform(), on=part)
+        except ValueError as err:
+            raise ValueError(f"conditions.{name}.pair: {err}") from None
+        normals = np.asarray(bs.normals)
+        pts = np.asarray(bs.points)
+        axis = int(np.argmax(np.abs(normals).mean(axis=0)))
+        if not np.allclose(np.abs(normals[:, axis]), 1.0, atol=1e-6) or np.ptp(pts[:, axis]) > 1e-9:
+            raise ValueError(
+                f"conditions.{name}: periodic part {part!r} is not a flat face perpendicular to a "
+                "coordinate axis; periodic pairs must be opposite faces (e.g. left/right)"
+            )
+        axes.append(axis)
+        positions.append(float(pts[0, axis]))
+    if axes[0] != axes[1]:
+        raise ValueError(
+            f"conditions.{name}: parts {pair} are not opposite faces (normals along "
+            f"different axes)"
+        )
+    return axes[0], positions[0], positions[1]
+
+
+# ---------------------------------------------------------------------------
+# the condition types
+
+
 @dataclass(frozen=True)
-class Dirichlet:
+class Dirichlet(Condition):
     """``field = value`` on a boundary part.  ``hard=True``: built into the network output."""
 
     values: tuple[tuple[E.Field, E.Expr], ...]
@@ -60,14 +248,27 @@ class Dirichlet:
 
     def __init__(self, target, value=None, *, on: Where = "boundary", weight: float = 1.0,
                  hard: bool = False):
-        object.__setattr__(self, "values", _values(target, value))
-        object.__setattr__(self, "on", _where(on))
-        object.__setattr__(self, "weight", float(weight))
-        object.__setattr__(self, "hard", bool(hard))
+        _set(self, values=_values(target, value), on=_where(on), weight=float(weight),
+             hard=bool(hard))
+
+    def expressions(self):
+        return tuple(v for _, v in self.values) + _predicate(self.on)
+
+    def fields_used(self):
+        return tuple(f for f, _ in self.values)
+
+    def residuals(self, problem, name):
+        return Residuals({f"{i}": f - v for i, (f, v) in enumerate(self.values)}, self.on)
+
+    def hard_outputs(self, problem, name):
+        if not self.hard:
+            return ()
+        walls = _box_walls(problem, name, self.on)
+        return tuple(HardOutput("dirichlet", f, v, walls=walls) for f, v in self.values)
 
 
 @dataclass(frozen=True)
-class Neumann:
+class Neumann(Condition):
     """``n · grad(field) = value`` on a boundary part (outward normal)."""
 
     field: E.Field
@@ -76,16 +277,22 @@ class Neumann:
     weight: float = 1.0
 
     def __init__(self, target: E.Field, value, *, on: Where = "boundary", weight: float = 1.0):
-        if not isinstance(target, E.Field):
-            raise TypeError(f"Neumann is set on a field, got {target!r}")
-        object.__setattr__(self, "field", target)
-        object.__setattr__(self, "value", E.as_expr(value))
-        object.__setattr__(self, "on", _where(on))
-        object.__setattr__(self, "weight", float(weight))
+        _set(self, field=_one_field("Neumann", target), value=E.as_expr(value), on=_where(on),
+             weight=float(weight))
+
+    def expressions(self):
+        return (self.value, *_predicate(self.on))
+
+    def fields_used(self):
+        return (self.field,)
+
+    def residuals(self, problem, name):
+        dn = _normal_derivative(problem, self.field)
+        return Residuals({"0": dn - self.value}, self.on, normals=True)
 
 
 @dataclass(frozen=True)
-class Robin:
+class Robin(Condition):
     """``a*field + b*(n · grad field) = value`` on a boundary part."""
 
     field: E.Field
@@ -97,18 +304,23 @@ class Robin:
 
     def __init__(self, target: E.Field, a, b, value, *, on: Where = "boundary",
                  weight: float = 1.0):
-        if not isinstance(target, E.Field):
-            raise TypeError(f"Robin is set on a field, got {target!r}")
-        object.__setattr__(self, "field", target)
-        object.__setattr__(self, "a", E.as_expr(a))
-        object.__setattr__(self, "b", E.as_expr(b))
-        object.__setattr__(self, "value", E.as_expr(value))
-        object.__setattr__(self, "on", _where(on))
-        object.__setattr__(self, "weight", float(weight))
+        _set(self, field=_one_field("Robin", target), a=E.as_expr(a), b=E.as_expr(b),
+             value=E.as_expr(value), on=_where(on), weight=float(weight))
+
+    def expressions(self):
+        return (self.a, self.b, self.value, *_predicate(self.on))
+
+    def fields_used(self):
+        return (self.field,)
+
+    def residuals(self, problem, name):
+        dn = _normal_derivative(problem, self.field)
+        return Residuals({"0": self.a * self.field + self.b * dn - self.value}, self.on,
+                         normals=True)
 
 
 @dataclass(frozen=True)
-class Periodic:
+class Periodic(Condition):
     """Values (and derivatives up to ``order`` along ``coord``) match between two parts.
 
     ``pair=("left", "right")`` on a rectangle: the points of ``left`` are mapped
@@ -132,15 +344,31 @@ class Periodic:
             raise ValueError(f"Periodic needs a pair of boundary parts, got {pair!r}")
         if order < 0:
             raise ValueError(f"Periodic order must be >= 0, got {order}")
-        object.__setattr__(self, "fields", fields)
-        object.__setattr__(self, "pair", (str(pair[0]), str(pair[1])))
-        object.__setattr__(self, "order", int(order))
-        object.__setattr__(self, "weight", float(weight))
-        object.__setattr__(self, "hard", bool(hard))
+        _set(self, fields=fields, pair=(str(pair[0]), str(pair[1])), order=int(order),
+             weight=float(weight), hard=bool(hard))
+
+    def fields_used(self):
+        return self.fields
+
+    def residuals(self, problem, name):
+        axis, _, b_val = periodic_axis(problem, name, self.pair)
+        x_axis = problem.coords[axis]
+        exprs = {}
+        for f in self.fields:
+            exprs[f"{f.name}:0"] = f
+            for k in range(1, self.order + 1):
+                exprs[f"{f.name}:{k}"] = E.Derivative(f, (x_axis,) * k)
+        return Residuals(exprs, self.pair[0], match=(axis, b_val))
+
+    def periodic_inputs(self, problem, name):
+        if not self.hard:
+            return {}
+        axis, a_val, b_val = periodic_axis(problem, name, self.pair)
+        return {axis: abs(b_val - a_val)}
 
 
 @dataclass(frozen=True)
-class Initial:
+class Initial(Condition):
     """``field = value`` at the initial time; ``rate`` sets ``D(field, t)`` there too.
 
     ``hard=True`` builds the initial value into the output:
@@ -163,14 +391,34 @@ class Initial:
                 if len(values) != 1:
                     raise TypeError("give rates as a {field: value} mapping for several fields")
                 rates = ((values[0][0], E.as_expr(rate)),)
-        object.__setattr__(self, "values", values)
-        object.__setattr__(self, "rates", rates)
-        object.__setattr__(self, "weight", float(weight))
-        object.__setattr__(self, "hard", bool(hard))
+        _set(self, values=values, rates=rates, weight=float(weight), hard=bool(hard))
+
+    def expressions(self):
+        return tuple(v for _, v in self.values) + tuple(v for _, v in self.rates)
+
+    def fields_used(self):
+        return tuple(f for f, _ in self.values)
+
+    def validate(self, problem, name):
+        _needs_time(problem, name, "an initial condition")
+
+    def residuals(self, problem, name):
+        _needs_time(problem, name, "an initial condition")
+        exprs = {f"v{i}": f - v for i, (f, v) in enumerate(self.values)}
+        exprs.update({f"r{i}": E.Derivative(f, (problem.time_coord,)) - v
+                      for i, (f, v) in enumerate(self.rates)})
+        return Residuals(exprs, "initial")
+
+    def hard_outputs(self, problem, name):
+        if not self.hard:
+            return ()
+        _needs_time(problem, name, "an initial condition")
+        rates = dict(self.rates)
+        return tuple(HardOutput("initial", f, v, rate=rates.get(f)) for f, v in self.values)
 
 
 @dataclass(frozen=True)
-class Constraint:
+class Constraint(Condition):
     """Any expression ``= 0`` on a region: ``on="interior"``, ``"boundary"``, parts, predicate."""
 
     expr: E.Expr
@@ -178,13 +426,17 @@ class Constraint:
     weight: float = 1.0
 
     def __init__(self, expr, *, on: Where = "interior", weight: float = 1.0):
-        object.__setattr__(self, "expr", E.as_expr(expr))
-        object.__setattr__(self, "on", _where(on))
-        object.__setattr__(self, "weight", float(weight))
+        _set(self, expr=E.as_expr(expr), on=_where(on), weight=float(weight))
+
+    def expressions(self):
+        return (self.expr, *_predicate(self.on))
+
+    def residuals(self, problem, name):
+        return Residuals({"0": self.expr}, self.on)
 
 
 @dataclass(frozen=True, eq=False)
-class Data:
+class Data(Condition):
     """Observed values of fields at points (inverse problems, data assimilation).
 
     ``points[N, d]`` in the problem's coordinate order; ``values`` maps each
@@ -215,11 +467,22 @@ class Data:
             vals.append((f, arr))
         if not np.all(np.isfinite(pts)) or not all(np.all(np.isfinite(v)) for _, v in vals):
             raise ValueError("data contains NaN or infinite values; remove those rows")
-        object.__setattr__(self, "points", pts)
-        object.__setattr__(self, "values", tuple(vals))
-        object.__setattr__(self, "noise", None if noise is None else float(noise))
-        object.__setattr__(self, "weight", float(weight))
-        object.__setattr__(self, "source", source)
+        _set(self, points=pts, values=tuple(vals), noise=None if noise is None else float(noise),
+             weight=float(weight), source=source)
 
+    def fields_used(self):
+        return tuple(f for f, _ in self.values)
 
-Condition = Dirichlet | Neumann | Robin | Periodic | Initial | Constraint | Data
+    def validate(self, problem, name):
+        coords = problem.coords
+        if self.points.shape[1] != len(coords):
+            raise ValueError(
+                f"conditions.{name}: data points have {self.points.shape[1]} columns, the "
+                f"problem has {len(coords)} coordinates ({', '.join(x.name for x in coords)})"
+            )
+
+    def residuals(self, problem, name):
+        self.validate(problem, name)
+        exprs = {f"{i}": f for i, (f, _) in enumerate(self.values)}
+        targets = np.stack([v for _, v in self.values], axis=1)
+        return Residuals(exprs, points=self.points, targets=targets)

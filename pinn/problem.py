@@ -49,6 +49,13 @@ class Problem:
         if not eqs:
             raise ProblemError("a problem needs at least one equation")
         conds = dict(self.conditions or {})
+        for k, c in conds.items():
+            if not isinstance(c, C.Condition):
+                raise ProblemError(
+                    f"conditions.{k}: expected a condition (pinn.Dirichlet, pinn.Neumann, "
+                    f"pinn.Robin, pinn.Periodic, pinn.Initial, pinn.Constraint, pinn.Data or "
+                    f"a pinn.conditions.Condition subclass), got {type(c).__name__}"
+                )
         clash = set(eqs) & set(conds)
         if clash:
             raise ProblemError(f"names used for both an equation and a condition: {sorted(clash)}")
@@ -99,6 +106,13 @@ class Problem:
                     f"{[c.name for c in self.coords]}"
                 )
         self._check_params()
+        for k, c in self.conditions.items():
+            try:
+                c.validate(self, k)
+            except ProblemError:
+                raise
+            except ValueError as err:
+                raise ProblemError(str(err)) from None
 
     # -- pickling (MappingProxyType does not pickle) ----------------------
     def __getstate__(self):
@@ -155,7 +169,7 @@ class Problem:
         for k, v in self.equations.items():
             yield f"equations.{k}", v
         for k, c in self.conditions.items():
-            for i, ex in enumerate(_condition_exprs(c)):
+            for i, ex in enumerate(c.expressions()):
                 yield f"conditions.{k}[{i}]", ex
         for f, v in self.exact.items():
             yield f"exact.{f.name}", v
@@ -164,7 +178,7 @@ class Problem:
         for _, ex in self._named_exprs():
             yield ex
         for c in self.conditions.values():
-            yield from _condition_fields(c)
+            yield from c.fields_used()
 
     def _check_params(self) -> None:
         by_name: dict[str, E.Param] = {}
@@ -188,32 +202,3 @@ class Problem:
         return (f"Problem({self.name!r}, coords={[c.name for c in self.coords]}, "
                 f"fields={list(self.field_names)}, {eqs}, conditions={list(self.conditions)})")
 
-
-def _condition_exprs(c) -> list[E.Expr]:
-    if isinstance(c, (C.Dirichlet, C.Initial)):
-        out = [v for _, v in c.values]
-        out += [v for _, v in getattr(c, "rates", ())]
-    elif isinstance(c, C.Neumann):
-        out = [c.value]
-    elif isinstance(c, C.Robin):
-        out = [c.a, c.b, c.value]
-    elif isinstance(c, C.Constraint):
-        out = [c.expr]
-    else:
-        out = []
-    on = getattr(c, "on", None)
-    if isinstance(on, E.Expr):
-        out.append(on)
-    return out
-
-
-def _condition_fields(c) -> list[E.Field]:
-    if isinstance(c, (C.Dirichlet, C.Initial)):
-        return [f for f, _ in c.values]
-    if isinstance(c, (C.Neumann, C.Robin)):
-        return [c.field]
-    if isinstance(c, C.Periodic):
-        return list(c.fields)
-    if isinstance(c, C.Data):
-        return [f for f, _ in c.values]
-    return []

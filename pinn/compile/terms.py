@@ -174,16 +174,56 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
     keeps ``u_t`` apart.  Coefficients with branches (``where``, ``abs``,
     comparisons) never collapse.  Returns ``(expanded, leaves, combos)``.
     """
-    from pinn.dsl.evaluate import evaluate as _ev
-
     top = _maximal(a for _, a in leaves.values())
     top_nodes = {n: v for n, v in leaves.items() if v[1] in top}
     if len({a for _, a in top_nodes.values()}) < 2:
         return expanded, leaves, ()
     ph = {n: E.Coord(f"__leaf{i}") for i, n in enumerate(leaves)}
+    coef, blocked = _top_coefficients(expanded, top_nodes, ph)
+    cand = sorted({a for _, a in top_nodes.values()} - blocked, key=lambda a: (sum(a), a))
+    if len(cand) < 2:
+        return expanded, leaves, ()
+    node_of = {(i, a): n for n, (i, a) in top_nodes.items()}
+    cells = [(name, i) for name in expanded for i in range(len(fields))]
+    groups = _ratio_groups(coef, cand, [[coef.get((name, node_of.get((i, g)))) for name, i in cells]
+                                        for g in cand])
+    if not groups:
+        return expanded, leaves, ()
+    combos = tuple(Collapsed(tuple((g, _clean(r)) for g, r in grp)) for grp in groups)
+    new_leaves = {n: v for n, v in leaves.items()
+                  if not any(v[1] == g for c in combos for g, _ in c)}
+    back = {c: n for n, c in ph.items()}
+    new_expanded = {}
+    for name, ex in expanded.items():
+        zero = {}
+        extra = []
+        for k, combo in enumerate(combos):
+            rep = combo.parts[0][0]
+            for i, f in enumerate(fields):
+                for g, _ in combo:
+                    n = node_of.get((i, g))
+                    if n is not None:
+                        zero[n] = E.Number(0)
+                a = coef.get((name, node_of.get((i, rep))))
+                if a is not None and a != E.Number(0):
+                    sym = E.Coord(f"__collapsed{k}_{f.name}")
+                    new_leaves[sym] = (i, combo)
+                    extra.append(calculus.mul(calculus.substitute(a, back), sym))
+        out = _simplify(calculus.substitute(ex, zero)) if zero else ex
+        for t in extra:
+            out = calculus.add(out, t)
+        new_expanded[name] = out
+    return new_expanded, new_leaves, combos
+
+
+def _top_coefficients(expanded, top_nodes, ph):
+    """``({(name, node): d expr / d node}`` in placeholder form, blocked multi-indices)``.
+
+    A highest derivative is blocked when an expression is not linear in the
+    highest derivatives or its coefficient has branches.
+    """
     back = {c: n for n, c in ph.items()}
     top_ph = {ph[n] for n in top_nodes}
-    # coefficients a[(name, node)] = d expr / d node, in placeholder form
     coef: dict = {}
     blocked: set = set()
     for name, ex in expanded.items():
@@ -200,9 +240,17 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
             if _piecewise(a):  # ratios could change across a branch: never collapse
                 blocked.add(top_nodes[n][1])
             coef[(name, n)] = a
-    cand = sorted({a for _, a in top_nodes.values()} - blocked, key=lambda a: (sum(a), a))
-    if len(cand) < 2:
-        return expanded, leaves, ()
+    return coef, blocked
+
+
+def _ratio_groups(coef, cand, cand_coefs) -> list[list]:
+    """Group the candidates whose coefficients are constant multiples of each other.
+
+    ``cand_coefs[k]``: the coefficient (or None) of candidate ``k`` in every
+    (expression, field) cell.  Checked at random values, both signs, of every
+    symbol; returns the groups of two or more ``[(alpha, ratio), ...]``.
+    """
+    from pinn.dsl.evaluate import evaluate as _ev
 
     rng = np.random.default_rng(0)
     n_samples = 6
@@ -227,10 +275,7 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
         v[~np.isfinite(v) | (v == 0)] = np.nan
         return v
 
-    node_of = {(i, a): n for n, (i, a) in top_nodes.items()}
-    cells = [(name, i) for name in expanded for i in range(len(fields))]
-    vals = {g: [values(coef.get((name, node_of.get((i, g))))) for name, i in cells]
-            for g in cand}
+    vals = {g: [values(a) for a in cs] for g, cs in zip(cand, cand_coefs, strict=True)}
 
     def ratio(g1, g2) -> float | None:
         """The constant c with coefficient(g2) = c * coefficient(g1) everywhere, or None."""
@@ -259,34 +304,7 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
                 break
         else:
             groups.append([(g, 1.0)])
-    groups = [grp for grp in groups if len(grp) > 1]
-    if not groups:
-        return expanded, leaves, ()
-
-    combos = tuple(Collapsed(tuple((g, _clean(r)) for g, r in grp)) for grp in groups)
-    new_leaves = {n: v for n, v in leaves.items()
-                  if not any(v[1] == g for c in combos for g, _ in c)}
-    new_expanded = {}
-    for name, ex in expanded.items():
-        zero = {}
-        extra = []
-        for k, combo in enumerate(combos):
-            rep = combo.parts[0][0]
-            for i, f in enumerate(fields):
-                for g, _ in combo:
-                    n = node_of.get((i, g))
-                    if n is not None:
-                        zero[n] = E.Number(0)
-                a = coef.get((name, node_of.get((i, rep))))
-                if a is not None and a != E.Number(0):
-                    sym = E.Coord(f"__collapsed{k}_{f.name}")
-                    new_leaves[sym] = (i, combo)
-                    extra.append(calculus.mul(calculus.substitute(a, back), sym))
-        out = _simplify(calculus.substitute(ex, zero)) if zero else ex
-        for t in extra:
-            out = calculus.add(out, t)
-        new_expanded[name] = out
-    return new_expanded, new_leaves, combos
+    return [grp for grp in groups if len(grp) > 1]
 
 
 _PIECEWISE_CALLS = {"where", "min", "max", "sign", "heaviside", "abs"}

@@ -39,7 +39,7 @@ def element_for(mesh: skfem.Mesh, degree: int) -> skfem.Element:
                              f"MeshTet), got {type(mesh).__name__}")
 
 
-def _jets_of(basis) -> np.ndarray:
+def _basis_values(basis) -> np.ndarray:
     """``[d + 1, nbfun, nelems, nqp]``: values, then each partial derivative."""
     vals = np.stack([np.asarray(b[0]) for b in basis.basis])
     out = [vals]
@@ -79,7 +79,7 @@ class Discretisation:
         b0 = self.bases[fields[0]]
         self.x = np.asarray(b0.global_coordinates())         # d, ne, nq
         self.dx = b0.dx                                  # ne, nq
-        self.jets = {f: _jets_of(self.bases[f]) for f in fields}
+        self.phi = {f: _basis_values(self.bases[f]) for f in fields}
         self.gdofs = {f: self.bases[f].element_dofs + self.offsets[f] for f in fields}
         self._boundary = [self._boundary_data(bt) for bt in wf.boundary]
         self._dirichlet = [self._dirichlet_data(ds) for ds in wf.dirichlet]
@@ -166,25 +166,24 @@ class Discretisation:
 
     # -- environments ----------------------------------------------------------
     def _env(self, U: np.ndarray, t: float | None) -> dict:
-        jets = self.wf.jets
+        """Coordinates, field values and first derivatives at the quadrature points."""
         env: dict = {c: self.x[i] for i, c in enumerate(self.problem.spatial)}
         if self.problem.time_coord is not None and t is not None:
             env[self.problem.time_coord] = float(t)
         for f in self.fields:
             loc = U[self.gdofs[f]]                                  # nb, ne
-            vals = np.einsum("be,abeq->aeq", loc, self.jets[f])
-            env[jets.value(f)] = vals[0]
-            for i in range(jets.dim):
-                env[jets.d1(f, i)] = vals[i + 1]
+            vals = np.einsum("be,abeq->aeq", loc, self.phi[f])
+            env[f] = vals[0]
+            for i, c in enumerate(self.problem.spatial):
+                env[E.Derivative(f, (c,))] = vals[i + 1]
         return env
 
     def _benv(self, bd, U: np.ndarray, t: float | None) -> dict:
-        jets = self.wf.jets
         env: dict = {c: bd["x"][i] for i, c in enumerate(self.problem.spatial)}
         if self.problem.time_coord is not None and t is not None:
             env[self.problem.time_coord] = float(t)
         for f in self.fields:
-            env[jets.value(f)] = np.einsum("be,beq->eq", U[bd["gdofs"][f]], bd["trial"][f][0])
+            env[f] = np.einsum("be,beq->eq", U[bd["gdofs"][f]], bd["trial"][f][0])
         return env
 
     # -- assembly --------------------------------------------------------------
@@ -193,7 +192,7 @@ class Discretisation:
         env = self._env(U, t)
         shape = self.dx.shape
         for form in self.wf.equations:
-            T = self.jets[form.test]
+            T = self.phi[form.test]
             integ = _bcast(evaluate_np(form.source.expr, env), shape) * self.dx
             loc = np.einsum("eq,beq->be", integ, T[0])
             for i, fl in enumerate(form.flux):
@@ -352,13 +351,13 @@ class Discretisation:
         parts: list = []
         for form in self.wf.equations:
             pairs = [(0, form.source)] + [(i + 1, fl) for i, fl in enumerate(form.flux)]
-            T = self.jets[form.test]
+            T = self.phi[form.test]
             blocks: dict = {}
             for a, it in pairs:
                 for (g, b), jx in it.jac.items():
                     c = _bcast(evaluate_np(jx, env), shape) * self.dx
                     loc = np.matmul((T[a] * c[None]).transpose(1, 0, 2),
-                                    self.jets[g][b].transpose(1, 2, 0))  # e, i, j
+                                    self.phi[g][b].transpose(1, 2, 0))  # e, i, j
                     blocks[g] = blocks[g] + loc if g in blocks else loc
             for g, loc in blocks.items():
                 self._scatter(("cell", form.test, g), loc, parts)
@@ -384,11 +383,11 @@ class Discretisation:
             env[self.problem.time_coord] = float(t)
         parts: list = []
         for form in self.wf.equations:
-            T = self.jets[form.test]
+            T = self.phi[form.test]
             for g, m in form.mass.items():
                 c = _bcast(evaluate_np(m, env), self.dx.shape) * self.dx
                 loc = np.matmul((T[0] * c[None]).transpose(1, 0, 2),
-                                self.jets[g][0].transpose(1, 2, 0))
+                                self.phi[g][0].transpose(1, 2, 0))
                 self._scatter(("cell", form.test, g), loc, parts)
         return self._gather(parts)
 
@@ -411,7 +410,7 @@ class Discretisation:
         for f in self.fields:
             b = self.bases[f]
             off = self.offsets[f]
-            T = self.jets[f]
+            T = self.phi[f]
             fx = fixed[off: off + b.N]
             if not fx.any() or fx.all() or f in self.pinned:
                 continue

@@ -1,8 +1,8 @@
 """From the PDE language to a weak form.
 
 The translation reads the expanded equations, not the problem's name.  Each
-equation ``e = 0`` is written with *jet symbols* (one placeholder coordinate
-for each field value, first, second and time derivative), and split into
+equation ``e = 0``, with the fields and their derivatives as *field atoms*
+(:mod:`pinn.dsl.symbolic`), is split into
 
     e = sum_g m_g u_t + sum_{g,i,j} c^g_ij d_ij g + e0(x, t, g, grad g)
 
@@ -13,12 +13,16 @@ against a test function ``phi`` gives the weak residual
     R(U; phi) = int  S phi + sum_i F_i d_i phi  dx  +  boundary terms,
     F_i = -sum_{g,j} c^g_ij d_j g,    S = e0 - sum_{g,i,j} (d_i c^g_ij) d_j g,
 
-which holds for variable (even solution-dependent) coefficients.  Newton's
-Jacobian is the symbolic derivative of ``S`` and ``F_i`` with respect to each
-jet symbol; the problem is linear when those derivatives contain no jets.
+which holds for variable (even solution-dependent) coefficients.  The
+coefficients and Newton's Jacobian (the derivative of ``S`` and ``F_i`` with
+respect to each field atom) come from :func:`pinn.dsl.symbolic.jacobian`, the
+one linearisation of the package; the problem is linear when those
+derivatives contain no field.
 
-Anything outside these classes raises :class:`UnsupportedProblem` naming the
-term that is the reason.
+Conditions are applied by a visitor of its own (``_APPLY``, keyed by
+condition type): the baseline does not depend on the PINN side.  Anything
+outside these classes raises :class:`UnsupportedProblem` naming the term or
+condition that is the reason.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING
 from pinn import conditions as C
 from pinn.dsl import calculus
 from pinn.dsl import expr as E
+from pinn.dsl import symbolic as S
 
 if TYPE_CHECKING:  # pragma: no cover
     from pinn.problem import Problem
@@ -58,106 +63,40 @@ def _order_words(wrt: tuple[E.Coord, ...]) -> str:
 
 
 # ---------------------------------------------------------------------------
-# jet symbols
+# field atoms
 
 
-@dataclass(frozen=True)
-class Jets:
-    """Placeholder coordinates for field values and derivatives."""
-
-    fields: tuple[E.Field, ...]
-    spatial: tuple[E.Coord, ...]
-    time: E.Coord | None
-
-    def value(self, f: E.Field) -> E.Coord:
-        return E.Coord(f"{f.name}@")
-
-    def d1(self, f: E.Field, i: int) -> E.Coord:
-        return E.Coord(f"{f.name}@{self.spatial[i].name}")
-
-    def d2(self, f: E.Field, i: int, j: int) -> E.Coord:
-        i, j = min(i, j), max(i, j)
-        return E.Coord(f"{f.name}@{self.spatial[i].name}{self.spatial[j].name}")
-
-    def dt(self, f: E.Field) -> E.Coord:
-        return E.Coord(f"{f.name}@t")
-
-    def first(self, f: E.Field, a: int) -> E.Coord:
-        """Jet ``a`` of the first-order jet: 0 the value, ``i + 1`` the derivative along i."""
-        return self.value(f) if a == 0 else self.d1(f, a - 1)
-
-    @property
-    def dim(self) -> int:
-        return len(self.spatial)
-
-    def first_order_symbols(self) -> set[E.Coord]:
-        return {self.first(f, a) for f in self.fields for a in range(self.dim + 1)}
-
-    def second_order_symbols(self) -> set[E.Coord]:
-        return {self.d2(f, i, j) for f in self.fields
-                for i in range(self.dim) for j in range(i, self.dim)}
-
-    def time_symbols(self) -> set[E.Coord]:
-        return {self.dt(f) for f in self.fields}
-
-    def all_symbols(self) -> set[E.Coord]:
-        return self.first_order_symbols() | self.second_order_symbols() | self.time_symbols()
-
-    def to_jets(self, e: E.Expr) -> E.Expr:
-        """Replace fields and their derivatives (in an expanded expression) by jet symbols."""
-        idx = {c: i for i, c in enumerate(self.spatial)}
-        repl: dict[E.Expr, E.Expr] = {}
-        for node in calculus.walk(e):
-            if isinstance(node, E.Field):
-                repl[node] = self.value(node)
-            elif isinstance(node, E.Derivative) and node not in repl:
-                f, wrt = node.expr, node.wrt
-                if not isinstance(f, E.Field):  # pragma: no cover - expand guarantees it
-                    raise UnsupportedProblem(f"{node}: expand the expression first")
-                n_t = sum(1 for c in wrt if c == self.time)
-                space = [c for c in wrt if c != self.time]
-                if n_t and space:
-                    raise UnsupportedProblem(
-                        f"term {term_name(f, wrt)} (a mixed space-time derivative) is not "
-                        "supported by the FEM baseline"
-                    )
-                if n_t > 1:
-                    raise UnsupportedProblem(
-                        f"term {term_name(f, wrt)} ({_order_words(wrt)}) is not supported by "
-                        "the FEM baseline: time stepping is for first order in time (heat-type "
-                        "equations); write a wave equation as a first-order system"
-                    )
-                if n_t == 1:
-                    repl[node] = self.dt(f)
-                    continue
-                unknown = [c.name for c in space if c not in idx]
-                if unknown:
-                    raise UnsupportedProblem(f"term {term_name(f, wrt)}: unknown coordinate(s) "
-                                             f"{unknown}")
-                if len(space) > 2:
-                    raise UnsupportedProblem(
-                        f"term {term_name(f, wrt)} ({_order_words(wrt)}) is not supported by "
-                        "the FEM baseline: it handles equations of at most second order in "
-                        "space (H1 Lagrange elements)"
-                    )
-                if len(space) == 1:
-                    repl[node] = self.d1(f, idx[space[0]])
-                else:
-                    repl[node] = self.d2(f, idx[space[0]], idx[space[1]])
-        return calculus.substitute(e, repl)
-
-    def from_jets(self, e: E.Expr) -> E.Expr:
-        """Inverse of :meth:`to_jets` for first-order jets (used to differentiate in x)."""
-        repl: dict[E.Expr, E.Expr] = {}
-        for f in self.fields:
-            repl[self.value(f)] = f
-            for i, c in enumerate(self.spatial):
-                repl[self.d1(f, i)] = E.Derivative(f, (c,))
-        return calculus.substitute(e, repl)
+def _check_atom(f: E.Field, wrt: tuple[E.Coord, ...], spatial, time) -> None:
+    """Raise unless ``D(f, wrt)`` is at most second order in space or first order in time."""
+    n_t = sum(1 for c in wrt if c == time)
+    space = [c for c in wrt if c != time]
+    if n_t and space:
+        raise UnsupportedProblem(f"term {term_name(f, wrt)} (a mixed space-time derivative) is "
+                                 "not supported by the FEM baseline")
+    if n_t > 1:
+        raise UnsupportedProblem(
+            f"term {term_name(f, wrt)} ({_order_words(wrt)}) is not supported by the FEM "
+            "baseline: time stepping is for first order in time (heat-type equations); write "
+            "a wave equation as a first-order system"
+        )
+    unknown = [c.name for c in space if c not in spatial]
+    if unknown:
+        raise UnsupportedProblem(f"term {term_name(f, wrt)}: unknown coordinate(s) {unknown}")
+    if len(space) > 2:
+        raise UnsupportedProblem(
+            f"term {term_name(f, wrt)} ({_order_words(wrt)}) is not supported by the FEM "
+            "baseline: it handles equations of at most second order in space (H1 Lagrange "
+            "elements)"
+        )
 
 
-def _uses(e: E.Expr, syms: set[E.Coord]) -> set[E.Coord]:
-    return {n for n in calculus.walk(e) if isinstance(n, E.Coord) and n in syms}
+def _second_atoms(e: E.Expr, time) -> list[S.Atom]:
+    """Atoms of ``e`` that are second derivatives in space or first derivatives in time."""
+    return [(f, w) for f, w in S.field_atoms(e) if len(w) == 2 or time in w]
+
+
+def _names(atoms) -> list[str]:
+    return sorted(term_name(f, w) for f, w in atoms)
 
 
 def _is_zero(e: E.Expr) -> bool:
@@ -165,13 +104,7 @@ def _is_zero(e: E.Expr) -> bool:
 
 
 def _simplify(e: E.Expr) -> E.Expr:
-    from pinn.dsl.symbolic import simplify
-
-    return simplify(e)
-
-
-def _diff(e: E.Expr, sym: E.Coord) -> E.Expr:
-    return _simplify(calculus.diff(e, sym))
+    return S.simplify(e)
 
 
 # ---------------------------------------------------------------------------
@@ -180,24 +113,26 @@ def _diff(e: E.Expr, sym: E.Coord) -> E.Expr:
 
 @dataclass
 class Integrand:
-    """``expr`` (in jet symbols) with its derivatives w.r.t. first-order jets.
+    """``expr`` (in fields and their first derivatives) with its derivatives w.r.t. them.
 
-    ``jac[(g, a)]``: derivative of ``expr`` w.r.t. jet ``a`` of field ``g``
-    (0: value, ``i + 1``: derivative along spatial coordinate ``i``).
+    ``jac[(g, a)]``: derivative of ``expr`` w.r.t. atom ``a`` of field ``g``
+    (0: the value, ``i + 1``: the derivative along spatial coordinate ``i``),
+    from :func:`pinn.dsl.symbolic.jacobian`.
     """
 
     expr: E.Expr
     jac: dict[tuple[E.Field, int], E.Expr] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, expr: E.Expr, jets: Jets, max_a: int) -> Integrand:
+    def build(cls, expr: E.Expr, problem) -> Integrand:
         expr = _simplify(expr)
+        spatial = tuple(problem.spatial)
         jac = {}
-        for g in jets.fields:
-            for a in range(max_a + 1):
-                d = _diff(expr, jets.first(g, a))
-                if not _is_zero(d):
-                    jac[(g, a)] = d
+        for (g, wrt), d in S.jacobian(expr, problem.fields, spatial, problem.coords).items():
+            if len(wrt) > 1 or (wrt and wrt[0] not in spatial):  # pragma: no cover - guarded
+                raise UnsupportedProblem(f"{term_name(g, wrt)}: only values and first "
+                                         "derivatives may remain in a weak-form integrand")
+            jac[(g, spatial.index(wrt[0]) + 1 if wrt else 0)] = d
         return cls(expr, jac)
 
 
@@ -233,7 +168,8 @@ class DirichletSpec:
 
 @dataclass
 class WeakForm:
-    jets: Jets
+    fields: tuple[E.Field, ...]
+    spatial: tuple[E.Coord, ...]
     equations: list[EquationForm]
     boundary: list[BoundaryTerm]
     dirichlet: list[DirichletSpec]
@@ -244,10 +180,6 @@ class WeakForm:
     operator_depends_on_time: bool         # the Jacobian (or mass) depends on t
     value_free: set[E.Field]               # fields that appear only differentiated
     periodic: list[tuple[str, tuple[E.Field, ...], tuple[str, str]]] = field(default_factory=list)
-
-    @property
-    def fields(self) -> tuple[E.Field, ...]:
-        return self.jets.fields
 
 
 def _pair_equations(names, diffused_in: dict[str, set[E.Field]], fields, diffused_any):
@@ -285,10 +217,6 @@ def _pair_equations(names, diffused_in: dict[str, set[E.Field]], fields, diffuse
 def translate(problem: Problem, degree: int = 1) -> WeakForm:
     """Build the weak form of ``problem`` (raises :class:`UnsupportedProblem`)."""
     fields = tuple(problem.fields)
-    spatial = tuple(problem.spatial)
-    tcoord = problem.time_coord
-    jets = Jets(fields, spatial, tcoord)
-    d = len(spatial)
     names = list(problem.equations)
     if len(names) != len(fields):
         raise UnsupportedProblem(
@@ -298,73 +226,76 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
     for p in problem.learnable:
         warnings.warn(f"{problem.name}: learnable parameter {p.name!r} is held at its initial "
                       f"value {p.value} by the FEM baseline (forward solve only)", stacklevel=3)
+    eqs = {n: _expanded_equation(problem, n) for n in names}
+    coeffs, masses = {}, {}
+    for n, e in eqs.items():
+        coeffs[n], masses[n] = _second_order_parts(problem, n, e)
+    diffused_in = {n: set(coeffs[n]) for n in names}
+    diffused_any = set().union(*diffused_in.values())
+    _check_classes(problem, names, diffused_in, masses)
+    pairing = _pair_equations(names, diffused_in, fields, diffused_any)
+    forms = [_equation_form(problem, n, eqs[n], coeffs[n], masses[n], pairing[n]) for n in names]
+    applied = _apply_conditions(problem, {f.test: f for f in forms})
+    deg = _degrees(problem, diffused_any, degree)
+    linear, time_dep, op_time, used_values = _properties(problem, forms, applied.boundary)
+    value_free: set[E.Field] = set()
+    if not problem.is_evolution:
+        fixed = {s.field for s in applied.dirichlet}
+        value_free = {f for f in fields if f not in used_values and f not in fixed}
+    return WeakForm(fields, tuple(problem.spatial), forms, applied.boundary, applied.dirichlet,
+                    applied.initial, deg, linear, time_dep, op_time, value_free,
+                    applied.periodic)
 
-    jet_eqs: dict[str, E.Expr] = {}
-    for n in names:
-        ex = problem.expand(problem.equations[n])
-        try:
-            jet_eqs[n] = jets.to_jets(ex)
-        except UnsupportedProblem as err:
-            raise UnsupportedProblem(f"{problem.name}, equation {n!r}: {err}") from None
-        stray = [c.name for c in calculus.walk(jet_eqs[n]) if isinstance(c, E.Derivative)]
-        if stray:  # pragma: no cover - to_jets replaces every derivative
-            raise UnsupportedProblem(f"equation {n!r}: derivatives left over: {stray}")
 
-    second_syms = jets.second_order_symbols()
-    time_syms = jets.time_symbols()
-    first_syms = jets.first_order_symbols()
+def _expanded_equation(problem, n: str) -> E.Expr:
+    """Equation ``n`` expanded to field atoms, each of an order the baseline supports."""
+    ex = problem.expand(problem.equations[n])
+    try:
+        for f, wrt in S.field_atoms(ex):
+            _check_atom(f, wrt, problem.spatial, problem.time_coord)
+    except UnsupportedProblem as err:
+        raise UnsupportedProblem(f"{problem.name}, equation {n!r}: {err}") from None
+    return ex
 
-    # -- second-order and time coefficients --------------------------------
-    coeffs: dict[str, dict[E.Field, list[list[E.Expr]]]] = {}
-    masses: dict[str, dict[E.Field, E.Expr]] = {}
-    diffused_in: dict[str, set[E.Field]] = {}
-    for n, ej in jet_eqs.items():
-        cs: dict[E.Field, list[list[E.Expr]]] = {}
-        for g in fields:
-            mat = [[E.Number(0)] * d for _ in range(d)]
-            any_nz = False
-            for i in range(d):
-                for j in range(i, d):
-                    s = jets.d2(g, i, j)
-                    c = _diff(ej, s)
-                    if _is_zero(c):
-                        continue
-                    bad = _uses(c, second_syms | time_syms)
-                    if bad:
-                        raise UnsupportedProblem(
-                            f"{problem.name}, equation {n!r}: term {_jet_term(s)} appears "
-                            f"nonlinearly (its coefficient {_jet_str(jets, c)} contains "
-                            f"{sorted(_jet_term(b) for b in bad)}); the FEM baseline handles "
-                            "equations linear in the second and time derivatives"
-                        )
-                    any_nz = True
-                    if i == j:
-                        mat[i][i] = c
-                    else:
-                        half = calculus.div(c, E.Number(2))
-                        mat[i][j] = half
-                        mat[j][i] = half
-            if any_nz:
-                cs[g] = mat
-        coeffs[n] = cs
-        diffused_in[n] = set(cs)
-        ms: dict[E.Field, E.Expr] = {}
-        for g in fields:
-            s = jets.dt(g)
-            m = _diff(ej, s)
-            if _is_zero(m):
-                continue
-            bad = _uses(m, jets.all_symbols())
+
+def _second_order_parts(problem, n: str, e: E.Expr):
+    """``({g: c^g (d x d)}, {g: m_g})``: second-order and time-derivative coefficients."""
+    spatial, tcoord = tuple(problem.spatial), problem.time_coord
+    d = len(spatial)
+    coeffs: dict[E.Field, list[list[E.Expr]]] = {}
+    masses: dict[E.Field, E.Expr] = {}
+    for (g, wrt), c in S.jacobian(e, problem.fields, spatial, problem.coords).items():
+        if tcoord is not None and wrt == (tcoord,):
+            bad = S.field_atoms(c)
             if bad:
                 raise UnsupportedProblem(
-                    f"{problem.name}, equation {n!r}: the coefficient of {_jet_term(s)} depends "
-                    f"on the solution ({sorted(_jet_term(b) for b in bad)}); the FEM baseline "
-                    "needs it to depend on the coordinates only"
+                    f"{problem.name}, equation {n!r}: the coefficient of {term_name(g, wrt)} "
+                    f"depends on the solution ({_names(bad)}); the FEM baseline needs it to "
+                    "depend on the coordinates only"
                 )
-            ms[g] = m
-        masses[n] = ms
+            masses[g] = c
+        elif len(wrt) == 2:
+            bad = _second_atoms(c, tcoord)
+            if bad:
+                raise UnsupportedProblem(
+                    f"{problem.name}, equation {n!r}: term {term_name(g, wrt)} appears "
+                    f"nonlinearly (its coefficient {c} contains {_names(bad)}); the FEM "
+                    "baseline handles equations linear in the second and time derivatives"
+                )
+            i, j = spatial.index(wrt[0]), spatial.index(wrt[1])
+            mat = coeffs.setdefault(g, [[E.Number(0)] * d for _ in range(d)])
+            if i == j:
+                mat[i][i] = c
+            else:
+                half = calculus.div(c, E.Number(2))
+                mat[i][j] = half
+                mat[j][i] = half
+    return coeffs, masses
 
-    diffused_any = set().union(*diffused_in.values())
+
+def _check_classes(problem, names, diffused_in, masses) -> None:
+    """Raise for equations without diffusion (one field) or without a time derivative."""
+    fields = problem.fields
     for n in names:
         if not diffused_in[n] and len(fields) == 1:
             raise UnsupportedProblem(
@@ -372,212 +303,211 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
                 f"{fields[0].name} (a first-order, hyperbolic equation): the FEM baseline "
                 "(continuous Galerkin without stabilisation) needs a diffusion term"
             )
-    if problem.is_evolution:
-        for n in names:
-            if not masses[n]:
-                raise UnsupportedProblem(
-                    f"{problem.name}, equation {n!r} has no time derivative in a time-dependent "
-                    "problem (an algebraic constraint such as incompressibility): the FEM "
-                    "baseline's time stepping handles equations with a time derivative each"
-                )
-    pairing = _pair_equations(names, diffused_in, fields, diffused_any)
+        if problem.is_evolution and not masses[n]:
+            raise UnsupportedProblem(
+                f"{problem.name}, equation {n!r} has no time derivative in a time-dependent "
+                "problem (an algebraic constraint such as incompressibility): the FEM "
+                "baseline's time stepping handles equations with a time derivative each"
+            )
 
-    # -- domain integrands ---------------------------------------------------
-    forms: list[EquationForm] = []
-    for n in names:
-        ej = jet_eqs[n]
-        zero = {s: 0 for s in (second_syms | time_syms)}
-        e0 = calculus.substitute(ej, zero)
-        flux_exprs = [E.Number(0)] * d
-        src = e0
-        for g, mat in coeffs[n].items():
-            for i in range(d):
-                for j in range(d):
-                    c = mat[i][j]
-                    if _is_zero(c):
-                        continue
-                    gj = jets.d1(g, j)
-                    flux_exprs[i] = calculus.sub(flux_exprs[i], calculus.mul(c, gj))
-                    # d_i c, by the chain rule through the fields
-                    dc = problem.expand(E.Derivative(jets.from_jets(c), (spatial[i],)))
-                    dcj = jets.to_jets(dc)
-                    bad = _uses(dcj, second_syms)
-                    if bad:
-                        raise UnsupportedProblem(
-                            f"{problem.name}, equation {n!r}: the coefficient "
-                            f"{_jet_str(jets, c)} of {_jet_term(jets.d2(g, i, j))} depends on "
-                            "the gradient of the solution; the FEM baseline supports "
-                            "coefficients that depend on the coordinates and the solution's "
-                            "values only"
-                        )
-                    src = calculus.sub(src, calculus.mul(dcj, gj))
-        leftover = _uses(src, second_syms | time_syms)
-        if leftover:  # pragma: no cover - guarded by the linearity checks
-            raise UnsupportedProblem(f"equation {n!r}: terms left over: {sorted(leftover)}")
-        forms.append(EquationForm(
-            name=n, test=pairing[n],
-            source=Integrand.build(src, jets, d),
-            flux=tuple(Integrand.build(fx, jets, d) for fx in flux_exprs),
-            mass=masses[n], second={g: tuple(map(tuple, m)) for g, m in coeffs[n].items()},
-        ))
 
-    by_test = {f.test: f for f in forms}
-    bterms, dirichlet, initial, periodic = _conditions(problem, jets, by_test)
+def _equation_form(problem, n, e, coeffs, masses, test) -> EquationForm:
+    """Integrate the second-order part of ``e`` by parts: the source and the fluxes."""
+    spatial, tcoord = tuple(problem.spatial), problem.time_coord
+    d = len(spatial)
+    src = calculus.substitute(e, {S.atom_expr(a): E.Number(0) for a in _second_atoms(e, tcoord)})
+    flux: list[E.Expr] = [E.Number(0)] * d
+    for g, mat in coeffs.items():
+        for i in range(d):
+            for j in range(d):
+                c = mat[i][j]
+                if _is_zero(c):
+                    continue
+                gj = E.Derivative(g, (spatial[j],))
+                flux[i] = calculus.sub(flux[i], calculus.mul(c, gj))
+                # d_i c, by the chain rule through the fields
+                dc = problem.expand(E.Derivative(c, (spatial[i],)))
+                if _second_atoms(dc, tcoord):
+                    raise UnsupportedProblem(
+                        f"{problem.name}, equation {n!r}: the coefficient {c} of "
+                        f"{term_name(g, (spatial[min(i, j)], spatial[max(i, j)]))} depends on "
+                        "the gradient of the solution; the FEM baseline supports coefficients "
+                        "that depend on the coordinates and the solution's values only"
+                    )
+                src = calculus.sub(src, calculus.mul(dc, gj))
+    return EquationForm(
+        name=n, test=test, source=Integrand.build(src, problem),
+        flux=tuple(Integrand.build(fx, problem) for fx in flux),
+        mass=masses, second={g: tuple(map(tuple, m)) for g, m in coeffs.items()},
+    )
 
-    # -- element degrees: Taylor-Hood when some field only appears differentiated
+
+def _degrees(problem, diffused_any, degree: int) -> dict[E.Field, int]:
+    """Element degrees: Taylor-Hood when some field only appears differentiated."""
+    fields = problem.fields
     constrained = [f for f in fields if f not in diffused_any]
-    deg: dict[E.Field, int] = {}
-    if constrained:
-        top = max(2, degree)
-        if degree < 2:
-            warnings.warn(
-                f"{problem.name}: fields {[f.name for f in constrained]} act as constraints "
-                f"(like a pressure): using Taylor-Hood elements P{top}-P{top - 1} instead of "
-                f"P{degree}", stacklevel=3)
-        for f in fields:
-            deg[f] = top if f in diffused_any else top - 1
-    else:
-        deg = {f: degree for f in fields}
-
-    # -- properties ----------------------------------------------------------
-    all_first = first_syms
-    linear = True
-    time_dep = False
-    op_time = False
-    used_values: set[E.Field] = set()
-    for form in forms:
-        integrands = [form.source, *form.flux]
-        for it in integrands:
-            for jx in it.jac.values():
-                if _uses(jx, all_first):
-                    linear = False
-                if tcoord is not None and tcoord in calculus.coords_of(jx):
-                    op_time = True
-            if tcoord is not None and tcoord in calculus.coords_of(it.expr):
-                time_dep = True
-            for g in fields:
-                if jets.value(g) in calculus.coords_of(it.expr):
-                    used_values.add(g)
-        for m in form.mass.values():
-            if tcoord is not None and tcoord in calculus.coords_of(m):
-                op_time = True
-                time_dep = True
-    for b in bterms:
-        for jx in b.integrand.jac.values():
-            if _uses(jx, all_first):
-                linear = False
-            if tcoord is not None and tcoord in calculus.coords_of(jx):
-                op_time = True
-        if tcoord is not None and tcoord in calculus.coords_of(b.integrand.expr):
-            time_dep = True
-        for g in fields:
-            if jets.value(g) in calculus.coords_of(b.integrand.expr):
-                used_values.add(g)
-    time_dep = time_dep or op_time
-    with_dirichlet = {s.field for s in dirichlet}
-    value_free = {f for f in fields if f not in used_values and f not in with_dirichlet}
-    if problem.is_evolution:
-        value_free = set()
-    return WeakForm(jets, forms, bterms, dirichlet, initial, deg, linear, time_dep, op_time,
-                    value_free, periodic)
+    if not constrained:
+        return {f: degree for f in fields}
+    top = max(2, degree)
+    if degree < 2:
+        warnings.warn(
+            f"{problem.name}: fields {[f.name for f in constrained]} act as constraints "
+            f"(like a pressure): using Taylor-Hood elements P{top}-P{top - 1} instead of "
+            f"P{degree}", stacklevel=4)
+    return {f: top if f in diffused_any else top - 1 for f in fields}
 
 
-def _jet_term(s: E.Coord) -> str:
-    name, _, rest = s.name.partition("@")
-    return name + ("_" + rest if rest else "")
+def _properties(problem, forms, bterms):
+    """``(linear, depends_on_time, operator_depends_on_time, fields used by value)``."""
+    tcoord = problem.time_coord
+
+    def has_t(e):
+        return tcoord is not None and tcoord in calculus.coords_of(e)
+
+    linear, time_dep, op_time = True, False, False
+    used: set[E.Field] = set()
+    integrands = [it for f in forms for it in (f.source, *f.flux)]
+    for it in integrands + [b.integrand for b in bterms]:
+        for jx in it.jac.values():
+            linear = linear and not S.field_atoms(jx)
+            op_time = op_time or has_t(jx)
+        time_dep = time_dep or has_t(it.expr)
+        used.update(f for f, w in S.field_atoms(it.expr) if not w)
+    if any(has_t(m) for form in forms for m in form.mass.values()):
+        op_time = time_dep = True
+    return linear, time_dep or op_time, op_time, used
 
 
-def _jet_str(jets: Jets, e: E.Expr) -> str:
-    return str(jets.from_jets(calculus.substitute(
-        e, {s: E.Coord(_jet_term(s)) for s in jets.all_symbols()})))
+# ---------------------------------------------------------------------------
+# conditions: the FEM visitor (its own, so the baseline never depends on the PINN side)
 
 
-def _conditions(problem, jets: Jets, by_test: dict[E.Field, EquationForm]):
-    bterms: list[BoundaryTerm] = []
-    dirichlet: list[DirichletSpec] = []
-    initial: dict[E.Field, E.Expr] = {}
-    periodic: list = []
-    d = jets.dim
+@dataclass
+class _Applied:
+    """What the conditions add to a weak form."""
 
-    def flux_coefficient(name: str, f: E.Field) -> E.Expr:
-        form = by_test.get(f)
-        if form is None or f not in form.second:
-            raise UnsupportedProblem(
-                f"{problem.name}, condition {name!r}: a flux condition on {f.name} needs an "
-                f"equation with second derivatives of {f.name}; none has them"
-            )
-        others = [g.name for g in form.second if g != f]
-        if others:
-            raise UnsupportedProblem(
-                f"{problem.name}, condition {name!r}: equation {form.name!r} also has second "
-                f"derivatives of {others}, so n·grad({f.name}) is not its natural flux; the FEM "
-                "baseline cannot impose this Neumann/Robin condition"
-            )
-        mat = form.second[f]
-        diag = _simplify(mat[0][0])
-        iso = all(_is_zero(_simplify(mat[i][j])) for i in range(d) for j in range(d) if i != j)
-        iso = iso and all(_simplify(mat[i][i]) == diag for i in range(d))
-        if not iso:
-            raise UnsupportedProblem(
-                f"{problem.name}, condition {name!r}: the diffusion of {f.name} in equation "
-                f"{form.name!r} is anisotropic, so n·grad({f.name}) is not its natural "
-                "(conormal) flux; the FEM baseline imposes Neumann/Robin conditions for "
-                "isotropic diffusion only"
-            )
-        return diag
+    problem: object
+    by_test: dict
+    boundary: list[BoundaryTerm] = field(default_factory=list)
+    dirichlet: list[DirichletSpec] = field(default_factory=list)
+    initial: dict[E.Field, E.Expr] = field(default_factory=dict)
+    periodic: list = field(default_factory=list)
 
+
+def _flux_coefficient(acc: _Applied, name: str, f: E.Field) -> E.Expr:
+    """The isotropic diffusion coefficient of ``f``: n·grad(f) is then the natural flux."""
+    problem, d = acc.problem, len(acc.problem.spatial)
+    form = acc.by_test.get(f)
+    if form is None or f not in form.second:
+        raise UnsupportedProblem(
+            f"{problem.name}, condition {name!r}: a flux condition on {f.name} needs an "
+            f"equation with second derivatives of {f.name}; none has them"
+        )
+    others = [g.name for g in form.second if g != f]
+    if others:
+        raise UnsupportedProblem(
+            f"{problem.name}, condition {name!r}: equation {form.name!r} also has second "
+            f"derivatives of {others}, so n·grad({f.name}) is not its natural flux; the FEM "
+            "baseline cannot impose this Neumann/Robin condition"
+        )
+    mat = form.second[f]
+    diag = _simplify(mat[0][0])
+    iso = all(_is_zero(_simplify(mat[i][j])) for i in range(d) for j in range(d) if i != j)
+    iso = iso and all(_simplify(mat[i][i]) == diag for i in range(d))
+    if not iso:
+        raise UnsupportedProblem(
+            f"{problem.name}, condition {name!r}: the diffusion of {f.name} in equation "
+            f"{form.name!r} is anisotropic, so n·grad({f.name}) is not its natural "
+            "(conormal) flux; the FEM baseline imposes Neumann/Robin conditions for "
+            "isotropic diffusion only"
+        )
+    return diag
+
+
+def _boundary_term(problem, name, test: E.Field, on, expr: E.Expr) -> BoundaryTerm:
+    derivs = [a for a in S.field_atoms(expr) if a[1]]
+    if derivs:
+        raise UnsupportedProblem(
+            f"{problem.name}, condition {name!r}: the boundary value depends on derivatives "
+            f"of the solution ({_names(derivs)}); only values are supported there"
+        )
+    return BoundaryTerm(name, test, on, Integrand.build(expr, problem))
+
+
+def _apply_dirichlet(acc: _Applied, name: str, c: C.Dirichlet) -> None:
+    for f, v in c.values:
+        acc.dirichlet.append(DirichletSpec(name, f, v, c.on))
+
+
+def _apply_neumann(acc: _Applied, name: str, c: C.Neumann) -> None:
+    expr = calculus.mul(_flux_coefficient(acc, name, c.field), acc.problem.expand(c.value))
+    acc.boundary.append(_boundary_term(acc.problem, name, c.field, c.on, expr))
+
+
+def _apply_robin(acc: _Applied, name: str, c: C.Robin) -> None:
+    p = acc.problem
+    if _is_zero(_simplify(p.expand(c.b))):
+        acc.dirichlet.append(DirichletSpec(name, c.field, calculus.div(c.value, c.a), c.on))
+        return
+    coef = _flux_coefficient(acc, name, c.field)
+    a, b, val = (p.expand(e) for e in (c.a, c.b, c.value))
+    # a u + b dn u = value  =>  dn u = (value - a u) / b
+    dn = calculus.div(calculus.sub(val, calculus.mul(a, c.field)), b)
+    acc.boundary.append(_boundary_term(p, name, c.field, c.on, calculus.mul(coef, dn)))
+
+
+def _apply_initial(acc: _Applied, name: str, c: C.Initial) -> None:
+    for f, v in c.values:
+        acc.initial[f] = v
+    if c.rates:
+        warnings.warn(f"{acc.problem.name}, condition {name!r}: initial rates are ignored "
+                      "by the FEM baseline (first order in time)", stacklevel=5)
+
+
+def _apply_periodic(acc: _Applied, name: str, c: C.Periodic) -> None:
+    acc.periodic.append((name, tuple(c.fields), tuple(c.pair)))
+
+
+def _reject_constraint(acc: _Applied, name: str, c: C.Constraint) -> None:
+    raise UnsupportedProblem(
+        f"{acc.problem.name}, condition {name!r}: a Constraint ({c.expr} = 0) is not "
+        "supported by the FEM baseline; remove it to solve with FEM"
+    )
+
+
+def _ignore_data(acc: _Applied, name: str, c: C.Data) -> None:
+    warnings.warn(f"{acc.problem.name}, condition {name!r}: observed data are ignored by "
+                  "the FEM baseline (forward solve only)", stacklevel=5)
+
+
+_APPLY = {
+    C.Dirichlet: _apply_dirichlet,
+    C.Neumann: _apply_neumann,
+    C.Robin: _apply_robin,
+    C.Initial: _apply_initial,
+    C.Periodic: _apply_periodic,
+    C.Constraint: _reject_constraint,
+    C.Data: _ignore_data,
+}
+
+
+def _apply_conditions(problem, by_test: dict[E.Field, EquationForm]) -> _Applied:
+    acc = _Applied(problem, by_test)
     for name, c in problem.conditions.items():
-        if isinstance(c, C.Dirichlet):
-            for f, v in c.values:
-                dirichlet.append(DirichletSpec(name, f, v, c.on))
-        elif isinstance(c, C.Neumann):
-            coef = flux_coefficient(name, c.field)
-            expr = calculus.mul(coef, jets.to_jets(problem.expand(c.value)))
-            bterms.append(BoundaryTerm(name, c.field, c.on, Integrand.build(expr, jets, 0)))
-        elif isinstance(c, C.Robin):
-            if _is_zero(_simplify(problem.expand(c.b))):
-                dirichlet.append(DirichletSpec(name, c.field, calculus.div(c.value, c.a), c.on))
-                continue
-            coef = flux_coefficient(name, c.field)
-            a = jets.to_jets(problem.expand(c.a))
-            b = jets.to_jets(problem.expand(c.b))
-            val = jets.to_jets(problem.expand(c.value))
-            # a u + b dn u = value  =>  dn u = (value - a u) / b
-            dn = calculus.div(calculus.sub(val, calculus.mul(a, jets.value(c.field))), b)
-            expr = calculus.mul(coef, dn)
-            bterms.append(BoundaryTerm(name, c.field, c.on, Integrand.build(expr, jets, 0)))
-        elif isinstance(c, C.Initial):
-            for f, v in c.values:
-                initial[f] = v
-            if c.rates:
-                warnings.warn(f"{problem.name}, condition {name!r}: initial rates are ignored "
-                              "by the FEM baseline (first order in time)", stacklevel=4)
-        elif isinstance(c, C.Periodic):
-            periodic.append((name, tuple(c.fields), tuple(c.pair)))
-        elif isinstance(c, C.Constraint):
+        apply = next((_APPLY[k] for k in type(c).__mro__ if k in _APPLY), None)
+        if apply is None:
+            handled = ", ".join(k.__name__ for k in _APPLY if k is not C.Constraint)
             raise UnsupportedProblem(
-                f"{problem.name}, condition {name!r}: a Constraint ({c.expr} = 0) is not "
-                "supported by the FEM baseline"
+                f"{problem.name}, condition {name!r}: the FEM baseline cannot apply a "
+                f"{type(c).__name__} condition; it handles {handled} (remove the condition "
+                "or solve this problem with the PINN)"
             )
-        elif isinstance(c, C.Data):
-            warnings.warn(f"{problem.name}, condition {name!r}: observed data are ignored by "
-                          "the FEM baseline (forward solve only)", stacklevel=4)
-        else:  # pragma: no cover
-            raise UnsupportedProblem(f"condition {name!r} of type {type(c).__name__} is not "
-                                     "supported by the FEM baseline")
+        apply(acc, name, c)
     if problem.is_evolution:
-        missing = [f.name for f in jets.fields if f not in initial]
+        missing = [f.name for f in problem.fields if f not in acc.initial]
         if missing:
             raise UnsupportedProblem(
                 f"{problem.name}: no initial condition for {missing}; add "
                 "pinn.Initial(field, value) for each field"
             )
-    for b in bterms:
-        if _uses(b.integrand.expr, jets.all_symbols() - jets.first_order_symbols()) or any(
-            a > 0 for (_, a) in b.integrand.jac
-        ):
-            raise UnsupportedProblem(
-                f"{problem.name}, condition {b.name!r}: the boundary value depends on "
-                "derivatives of the solution; only values are supported there"
-            )
-    return bterms, dirichlet, initial, periodic
+    return acc

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn import conditions as C
-from pinn.dsl import expr as E
+from pinn.conditions import normal_symbols
 from pinn.dsl.evaluate import evaluate_on_points
 
 __all__ = ["Points", "Assembly", "assemble", "normal_symbols"]
@@ -55,11 +55,6 @@ class Points:
                 raise ValueError(f"Points.{name} must be a positive integer, got {v!r}")
         if self.resample_every < 0:
             raise ValueError(f"Points.resample_every must be >= 0, got {self.resample_every}")
-
-
-def normal_symbols(dim: int) -> tuple[E.Coord, ...]:
-    """The per-point symbols of the outward normal used by Neumann and Robin terms."""
-    return tuple(E.Coord(f"n__{i}") for i in range(dim))
 
 
 @dataclass
@@ -121,69 +116,38 @@ def _initial(problem, key, n, sampler):
 # hard constraints
 
 
-_WALLS = {"left": (0, "lo"), "right": (0, "hi"), "bottom": (1, "lo"), "top": (1, "hi"),
-          "front": (2, "lo"), "back": (2, "hi")}
-
-
-def _box_walls(problem, name, on):
-    """The ``box_distance`` walls of a hard Dirichlet condition on a box's parts."""
-    from pinn import geometry as G
-
-    space = problem.space
-    if not isinstance(space, (G.Interval, G.Rectangle, G.Box)):
-        raise ValueError(
-            f"conditions.{name}: hard Dirichlet conditions are supported on intervals, "
-            f"rectangles and boxes, not on {type(space).__name__}; use hard=False"
-        )
-    if on == "boundary":
-        return list(range(space.dim))
-    parts = (on,) if isinstance(on, str) else on
-    if not isinstance(parts, tuple) or not all(isinstance(p, str) for p in parts):
-        raise ValueError(
-            f"conditions.{name}: a hard Dirichlet condition needs named parts (or 'boundary'), "
-            f"not a predicate; use hard=False with on={on}"
-        )
-    walls = []
-    for p in parts:
-        if p not in space.boundary_parts or p not in _WALLS:
-            raise ValueError(f"conditions.{name}.on: unknown part {p!r}; this "
-                             f"{type(space).__name__} has {', '.join(space.boundary_parts)}")
-        walls.append(_WALLS[p])
-    return walls
+def _box(problem):
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in problem.space.bounds)
+    if problem.is_evolution:  # the distance ignores time; the box needs its column
+        lo, hi = np.append(lo, problem.time.t0), np.append(hi, problem.time.t1)
+    return lo, hi
 
 
 def _hard_transforms(problem, apply, spatial_dim):
-    """Wrap ``apply`` so hard Dirichlet/initial conditions hold exactly."""
+    """Wrap ``apply`` so hard conditions (each condition's ``hard_outputs``) hold exactly."""
     from pinn.nets import box_distance, hard_dirichlet, hard_dirichlet_initial, hard_initial
 
-    coords = problem.coords
     fidx = {f: i for i, f in enumerate(problem.fields)}
     dirichlet: dict[int, tuple] = {}
     initial: dict[int, tuple] = {}
     for name, c in problem.conditions.items():
-        if isinstance(c, C.Dirichlet) and c.hard:
-            lo, hi = (np.asarray(b, dtype=np.float64) for b in problem.space.bounds)
-            if problem.is_evolution:  # the distance ignores time; the box needs its column
-                lo, hi = np.append(lo, problem.time.t0), np.append(hi, problem.time.t1)
-            dist = box_distance(lo, hi, walls=_box_walls(problem, name, c.on))
-            for f, v in c.values:
-                if fidx[f] in dirichlet:
-                    raise ValueError(f"conditions.{name}: field {f.name} already has a hard "
-                                     "Dirichlet condition; merge them into one")
-                dirichlet[fidx[f]] = (dist, v)
-        if isinstance(c, C.Initial) and c.hard:
-            if not problem.is_evolution:
-                raise ValueError(f"conditions.{name}: an initial condition needs a time interval")
-            rates = dict(c.rates)
-            for f, v in c.values:
-                initial[fidx[f]] = (v, rates.get(f))
+        for h in c.hard_outputs(problem, name):
+            j = fidx[h.field]
+            if h.kind == "initial":
+                initial[j] = (h.value, h.rate)
+                continue
+            if j in dirichlet:
+                raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
+                                 "Dirichlet condition; merge them into one")
+            dirichlet[j] = (box_distance(*_box(problem), walls=list(h.walls)), h.value)
     if not dirichlet and not initial:
         return apply
     t0 = problem.time.t0 if problem.is_evolution else 0.0
 
     def value(e):
         def fn(x):
-            return evaluate_on_points(e, coords, x, spatial=problem.spatial).astype(x.dtype)
+            return evaluate_on_points(e, problem.coords, x, spatial=problem.spatial
+                                      ).astype(x.dtype)
 
         return fn
 
@@ -210,41 +174,8 @@ def periodic_embedding(problem) -> dict[int, float]:
     """``{input index: period}`` for hard periodic conditions (opposite faces of a box)."""
     out: dict[int, float] = {}
     for name, c in problem.conditions.items():
-        if isinstance(c, C.Periodic) and c.hard:
-            axis, a_val, b_val = _periodic_axis(problem, name, c)
-            out[axis] = abs(b_val - a_val)
+        out.update(c.periodic_inputs(problem, name))
     return out
-
-
-def _periodic_axis(problem, name, cond):
-    """The coordinate axis normal to a periodic pair and its two positions."""
-    space = problem.space
-    key = jax.random.PRNGKey(0)
-    from pinn.geometry import Uniform
-
-    positions = []
-    axes = []
-    for part in cond.pair:
-        try:
-            bs = space.sample_boundary(key, 64, Uniform(), on=part)
-        except ValueError as err:
-            raise ValueError(f"conditions.{name}.pair: {err}") from None
-        normals = np.asarray(bs.normals)
-        pts = np.asarray(bs.points)
-        axis = int(np.argmax(np.abs(normals).mean(axis=0)))
-        if not np.allclose(np.abs(normals[:, axis]), 1.0, atol=1e-6) or np.ptp(pts[:, axis]) > 1e-9:
-            raise ValueError(
-                f"conditions.{name}: periodic part {part!r} is not a flat face perpendicular to a "
-                "coordinate axis; periodic pairs must be opposite faces (e.g. left/right)"
-            )
-        axes.append(axis)
-        positions.append(float(pts[0, axis]))
-    if axes[0] != axes[1]:
-        raise ValueError(
-            f"conditions.{name}: parts {cond.pair} are not opposite faces (normals along "
-            f"different axes)"
-        )
-    return axes[0], positions[0], positions[1]
 
 
 # ---------------------------------------------------------------------------
@@ -261,132 +192,41 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
 
     ``apply(net_params, x[N, d]) -> [N, n_fields]`` is the raw network; hard
     conditions are built around it here.  ``causal``: a ``pinn.train.Causal``
-    weighting applied inside the equation terms of evolution problems.
+    weighting applied inside the equation terms of evolution problems.  Each
+    soft condition contributes the term its ``residuals(problem, name)``
+    describes (see :mod:`pinn.conditions`).
     """
     from pinn.compile import compile_terms
 
     points = points or Points()
     sampler = _default_sampler(points)
-    coords, fields = problem.coords, problem.fields
-    spatial = problem.spatial
-    dim = len(spatial)
-    normals = normal_symbols(dim)
-    field_apply = _hard_transforms(problem, apply, dim)
+    normals = normal_symbols(len(problem.spatial))
+    field_apply = _hard_transforms(problem, apply, len(problem.spatial))
 
     def compiled(exprs, inputs=()):
-        return compile_terms(exprs, coords=coords, fields=fields, apply=field_apply,
-                             spatial=spatial, inputs=inputs)
+        return compile_terms(exprs, coords=problem.coords, fields=problem.fields,
+                             apply=field_apply, spatial=problem.spatial, inputs=inputs)
 
-    # -- equations on interior points ---------------------------------------
     eq_fn = compiled(dict(problem.equations))
     eq_names = tuple(problem.equations)
-
-    evaluators: dict[str, Callable] = {}   # name -> fn(params, batch_entry) -> scalar
-    samplers: dict[str, Callable] = {}     # name -> fn(key, params) -> batch_entry
-    weights: dict[str, float] = {}
-
-    use_causal = causal is not None and problem.is_evolution
-    if use_causal:
-        from pinn.train.weighting import causal_weights
-
-        t0, t1 = problem.time.t0, problem.time.t1
-        chunks = int(causal.chunks)
-
-    def eq_terms(params, x):
-        res = eq_fn(params, x)
-        if not use_causal:
-            return {n: _mean_sq(res[n]) for n in eq_names}
-        idx = jnp.clip(((x[:, -1] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
-        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, -1]), idx, chunks), 1.0)
-        out = {}
-        for n in eq_names:
-            per_chunk = jax.ops.segment_sum(jnp.square(res[n]), idx, chunks) / counts
-            w = causal_weights(jax.lax.stop_gradient(per_chunk), causal.eps)
-            out[n] = jnp.mean(w * per_chunk)
-        return out
+    eq_terms = _equation_terms(problem, eq_fn, eq_names, causal)
 
     def residual_magnitude(params, x):
         res = eq_fn(params, x)
         return sum(jnp.abs(res[n]) for n in eq_names)
 
-    n_int = points.interior
-    if points.rad is not None:
-        from pinn.geometry import rad_select
-
-        rad = points.rad
-        pool = int(getattr(rad, "pool", None) or 8 * n_int)
-
-        def sample_interior(key, params):
-            k1, k2 = jax.random.split(key)
-            cand = _interior(problem, k1, pool, sampler)
-            r = jax.lax.stop_gradient(residual_magnitude(params, cand))
-            return rad_select(k2, cand, r, n_int, rad.k, rad.c)
-    else:
-        def sample_interior(key, params):
-            return _interior(problem, key, n_int, sampler)
-
-    # -- conditions ------------------------------------------------------------
-    fidx = {f: i for i, f in enumerate(fields)}
+    sample_interior = _interior_sampler(problem, points, sampler, residual_magnitude)
+    evaluators: dict[str, Callable] = {}   # name -> fn(params, batch_entry) -> scalar
+    samplers: dict[str, Callable] = {}     # name -> fn(key, params) -> batch_entry (or None)
+    weights: dict[str, float] = {}
     for name, c in problem.conditions.items():
-        if getattr(c, "hard", False):
+        if c.hard:
             continue  # satisfied exactly by the transformed network / embedding
+        res = c.residuals(problem, name)
+        fn = compiled(dict(res.exprs), inputs=normals if res.normals else ())
+        evaluators[name], samplers[name] = _condition_term(problem, name, res, fn, points,
+                                                           sampler, sample_interior)
         weights[name] = c.weight
-        where = f"conditions.{name}"
-        if isinstance(c, C.Dirichlet):
-            exprs = {f"{i}": f - v for i, (f, v) in enumerate(c.values)}
-            _add_boundary_term(problem, name, compiled(exprs), c.on, points, sampler,
-                               evaluators, samplers, with_normals=False)
-        elif isinstance(c, (C.Neumann, C.Robin)):
-            pairs = zip(normals, spatial, strict=True)
-            dn = sum((n_i * E.Derivative(c.field, (x_i,)) for n_i, x_i in pairs),
-                     start=E.Number(0))
-            if isinstance(c, C.Neumann):
-                expr = dn - c.value
-            else:
-                expr = c.a * c.field + c.b * dn - c.value
-            _add_boundary_term(problem, name, compiled({"0": expr}, inputs=normals), c.on,
-                               points, sampler, evaluators, samplers, with_normals=True)
-        elif isinstance(c, C.Initial):
-            if not problem.is_evolution:
-                raise ValueError(f"{where}: initial conditions need a time interval in the domain")
-            exprs = {f"v{i}": f - v for i, (f, v) in enumerate(c.values)}
-            exprs.update({f"r{i}": E.Derivative(f, (problem.time_coord,)) - v
-                          for i, (f, v) in enumerate(c.rates)})
-            fn = compiled(exprs)
-            evaluators[name] = _sum_terms(fn)
-            samplers[name] = (lambda fn_n: lambda key, params: _initial(
-                problem, key, fn_n, sampler))(points.initial)
-        elif isinstance(c, C.Constraint):
-            fn = compiled({"0": c.expr})
-            if c.on == "interior":
-                evaluators[name] = _sum_terms(fn)
-                samplers[name] = sample_interior
-            else:
-                _add_boundary_term(problem, name, fn, c.on, points, sampler,
-                                   evaluators, samplers, with_normals=False)
-        elif isinstance(c, C.Periodic):
-            axis, a_val, b_val = _periodic_axis(problem, name, c)
-            x_axis = coords[axis]
-            exprs = {}
-            for f in c.fields:
-                exprs[f"{f.name}:0"] = f
-                for k in range(1, c.order + 1):
-                    exprs[f"{f.name}:{k}"] = E.Derivative(f, (x_axis,) * k)
-            fn = compiled(exprs)
-            evaluators[name] = _periodic_term(fn, axis, b_val)
-            samplers[name] = _part_sampler(problem, points.boundary, sampler, c.pair[0])
-        elif isinstance(c, C.Data):
-            if c.points.shape[1] != len(coords):
-                raise ValueError(
-                    f"{where}: data points have {c.points.shape[1]} columns, the problem has "
-                    f"{len(coords)} coordinates ({', '.join(x.name for x in coords)})"
-                )
-            cols = [fidx[f] for f, _ in c.values]
-            vals = np.stack([v for _, v in c.values], axis=1)
-            evaluators[name] = _data_term(field_apply, c.points, vals, cols)
-            samplers[name] = None
-        else:  # pragma: no cover - guarded by Problem
-            raise TypeError(f"{where}: unknown condition type {type(c).__name__}")
 
     names = eq_names + tuple(evaluators)
     for n in eq_names:
@@ -411,8 +251,75 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
                     residual_fn=residual_magnitude)
 
 
-def _part_sampler(problem, n, sampler, part):
-    return lambda key, params: _boundary(problem, key, n, sampler, part)[0]
+def _equation_terms(problem, eq_fn, eq_names, causal):
+    """``(params, x) -> {equation: mean squared residual}``, causally weighted if asked."""
+    if causal is None or not problem.is_evolution:
+        def eq_terms(params, x):
+            res = eq_fn(params, x)
+            return {n: _mean_sq(res[n]) for n in eq_names}
+
+        return eq_terms
+    from pinn.train.weighting import causal_weights
+
+    t0, t1 = problem.time.t0, problem.time.t1
+    chunks = int(causal.chunks)
+
+    def causal_terms(params, x):
+        res = eq_fn(params, x)
+        idx = jnp.clip(((x[:, -1] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
+        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, -1]), idx, chunks), 1.0)
+        out = {}
+        for n in eq_names:
+            per_chunk = jax.ops.segment_sum(jnp.square(res[n]), idx, chunks) / counts
+            w = causal_weights(jax.lax.stop_gradient(per_chunk), causal.eps)
+            out[n] = jnp.mean(w * per_chunk)
+        return out
+
+    return causal_terms
+
+
+def _interior_sampler(problem, points: Points, sampler, residual_magnitude):
+    n_int = points.interior
+    if points.rad is None:
+        def sample_interior(key, params):
+            return _interior(problem, key, n_int, sampler)
+
+        return sample_interior
+    from pinn.geometry import rad_select
+
+    rad = points.rad
+    pool = int(getattr(rad, "pool", None) or 8 * n_int)
+
+    def sample_rad(key, params):
+        k1, k2 = jax.random.split(key)
+        cand = _interior(problem, k1, pool, sampler)
+        r = jax.lax.stop_gradient(residual_magnitude(params, cand))
+        return rad_select(k2, cand, r, n_int, rad.k, rad.c)
+
+    return sample_rad
+
+
+def _condition_term(problem, name, res: C.Residuals, fn, points: Points, sampler,
+                    sample_interior):
+    """``(evaluate, sample)`` of one condition's residuals (``sample`` None: fixed points)."""
+    if res.points is not None:
+        return _fixed_points_term(fn, tuple(res.exprs), res.points, res.targets), None
+    region = res.on if isinstance(res.on, str) else None
+    if res.match is None and region == "interior":
+        return _sum_terms(fn), sample_interior
+    if res.match is None and region == "initial":
+        n = points.initial
+        return _sum_terms(fn), lambda key, params: _initial(problem, key, n, sampler)
+    sample = _boundary_sampler(problem, name, res.on, points.boundary, sampler, res.normals)
+    if res.match is not None:
+        return _periodic_term(fn, *res.match), sample
+    if res.normals:
+        def with_normals(params, entry):
+            x, nrm = entry
+            return sum(_mean_sq(r) for r in fn(params, x, nrm).values())
+
+        return with_normals, sample
+    return _sum_terms(fn), sample
 
 
 def _sum_terms(fn):
@@ -423,29 +330,15 @@ def _sum_terms(fn):
     return ev
 
 
-def _add_boundary_term(problem, name, fn, on, points, sampler, evaluators, samplers,
-                       with_normals):
+def _boundary_sampler(problem, name, on, n, sampler, with_normals):
     # check the selection once, eagerly, so a bad part name fails before training
     try:
         _boundary(problem, jax.random.PRNGKey(0), 8, sampler, on)
     except ValueError as err:
         raise ValueError(f"conditions.{name}.on: {err}") from None
-    n = points.boundary
     if with_normals:
-        samplers[name] = lambda key, params: _boundary(problem, key, n, sampler, on)
-
-        def ev(params, entry):
-            x, nrm = entry
-            res = fn(params, x, nrm)
-            return sum(_mean_sq(r) for r in res.values())
-    else:
-        samplers[name] = lambda key, params: _boundary(problem, key, n, sampler, on)[0]
-
-        def ev(params, x):
-            res = fn(params, x)
-            return sum(_mean_sq(r) for r in res.values())
-
-    evaluators[name] = ev
+        return lambda key, params: _boundary(problem, key, n, sampler, on)
+    return lambda key, params: _boundary(problem, key, n, sampler, on)[0]
 
 
 def _periodic_term(fn, axis, b_val):
@@ -458,11 +351,12 @@ def _periodic_term(fn, axis, b_val):
     return ev
 
 
-def _data_term(field_apply, pts, vals, cols):
+def _fixed_points_term(fn, keys, pts, targets):
     def ev(params, _):
         x = jnp.asarray(pts, dtype=jnp.zeros(()).dtype)
-        y = jnp.asarray(vals, dtype=x.dtype)
-        out = field_apply(params["net"], x)[:, jnp.asarray(cols)]
+        y = jnp.asarray(targets, dtype=x.dtype)
+        res = fn(params, x)
+        out = jnp.stack([jnp.reshape(res[k], (-1,)) for k in keys], axis=1)
         return _mean_sq(out - y)
 
     return ev
