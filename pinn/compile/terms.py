@@ -185,8 +185,8 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
         return expanded, leaves, ()
     node_of = {(i, a): n for n, (i, a) in top_nodes.items()}
     cells = [(name, i) for name in expanded for i in range(len(fields))]
-    groups = _ratio_groups(coef, cand, [[coef.get((name, node_of.get((i, g)))) for name, i in cells]
-                                        for g in cand])
+    per_cell = [[coef.get((name, node_of.get((i, g)))) for name, i in cells] for g in cand]
+    groups = _ratio_groups(coef, cand, per_cell)
     if not groups:
         return expanded, leaves, ()
     combos = tuple(Collapsed(tuple((g, _clean(r)) for g, r in grp)) for grp in groups)
@@ -217,7 +217,7 @@ def collapse_terms(expanded: Mapping[str, E.Expr], leaves: Mapping, fields):
 
 
 def _top_coefficients(expanded, top_nodes, ph):
-    """``({(name, node): d expr / d node}`` in placeholder form, blocked multi-indices)``.
+    """``(coef, blocked)``: ``coef[(name, node)] = d expr / d node`` (placeholder form).
 
     A highest derivative is blocked when an expression is not linear in the
     highest derivatives or its coefficient has branches.
