@@ -189,7 +189,8 @@ def test_zero_step_stage_is_skipped():
     (("coords: [x, y, t]", "coords: [x, t]"), "heat2d.yaml:2 coords: 2 coordinate(s)"),
     (("max: [1, 1]", "max: [1, 1, 1]"), "heat2d.yaml:5 domain.space.rectangle.max: rectangle "
      "needs 2 numbers here, got 3"),
-    (("time: [0, 1]", "time: [1, 0]"), "heat2d.yaml:5 domain.time: time is [t0, t1] with t0 < t1"),
+    (("time: [0, 1]", "time: [1, 0]"),
+     "heat2d.yaml:5 domain.time: TimeInterval needs finite t0 < t1, got t0=1.0, t1=0.0"),
     (("{lbfgs: {}, steps: 500}", "{lbfgs: {}, adam: {}, steps: 500}"),
      "heat2d.yaml:15 training.stages.1: give exactly one optimizer (adam, adamw, lbfgs); got adam "
      "and lbfgs"),
@@ -312,3 +313,130 @@ def test_csg_with_renamed_parts_and_predicates():
     msg = error_of(PLATE.replace("on: hole", "on: hol"), name="plate.yaml")
     assert msg.startswith("plate.yaml:9 conditions.cold.on: unknown boundary part 'hol' "
                           "(did you mean 'hole'?)")
+
+
+# -- geometry and numbers come from the library, errors keep their place -----
+
+
+@pytest.mark.parametrize("domain, expected", [
+    ("{interval: [1, 0]}", "p.yaml:1 domain.interval: Interval needs finite a < b"),
+    ("{annulus: {center: [0, 0], inner: 2, outer: 1}}",
+     "p.yaml:1 domain.annulus: an annulus needs inner < outer"),
+    ("{polygon: [[0, 0], [1, 0]]}", "p.yaml:1 domain.polygon: Polygon needs at least 3 vertices"),
+    ("{polygon: [[0, 0], [1, 0], [2, 0]]}", "p.yaml:1 domain.polygon: Polygon: edges side1 and "
+     "side2 fold back"),
+    ("{ellipse: {center: [0, 0], semi_axes: [1, -1]}}",
+     "p.yaml:1 domain.ellipse: Ellipse: semi_axes must be a positive number"),
+    ("{triangle: [[0, 0], [1, 0], [0, 1], [1, 1]]}",
+     "p.yaml:1 domain.triangle: a triangle has 3 vertices, got 4"),
+    ("{disk: {center: [0, 0, 0], radius: 1}}",
+     "p.yaml:1 domain.disk.center: disk needs 2 numbers here, got 3"),
+    ("{union: [{interval: [0, 1]}, {disk: {center: [0, 0], radius: 1}}]}",
+     "p.yaml:1 domain.union: cannot combine a 1-D shape with a 2-D shape"),
+])
+def test_geometry_errors_come_from_the_constructors(domain, expected):
+    text = f"domain: {domain}\nequations: {{e: \"u\"}}\n"
+    msg = error_of(text, name="p.yaml")
+    assert msg.startswith(expected), msg
+
+
+def test_annulus_and_l_shape_build():
+    import numpy as np
+
+    built = load("p.yaml", text="domain: {annulus: {center: [0, 0], inner: 0.5, outer: 1}}\n"
+                 "equations: {e: \"-laplacian(u) = 1\"}\n")
+    inside = built.problem.domain.contains(np.array([[0.75, 0.0], [0.25, 0.0], [1.5, 0.0]]))
+    assert np.asarray(inside).tolist() == [True, False, False]
+    for cut, out in [("lower_right", [0.5, -0.5]), ("upper_left", [-0.5, 0.5])]:
+        built = load("p.yaml", text=f"domain: {{l_shape: {{cut: {cut}}}}}\n"
+                     "equations: {e: \"-laplacian(u) = 1\"}\n")
+        assert built.problem.domain.measure == pytest.approx(3.0)
+        assert not bool(np.asarray(built.problem.domain.contains(np.array([out])))[0])
+
+
+@pytest.mark.parametrize("value, expected", [
+    ('"1/0"', "params.a: cannot evaluate parameter a 1/0: division by zero"),
+    ('"sqrt(-1)"', "params.a: parameter a sqrt(-1) is not a real number (nan)"),
+    ('"exp(1000)"', "params.a: parameter a exp(1000) is infinite (inf)"),
+])
+def test_parameter_values_are_evaluated_by_the_dsl(value, expected):
+    text = HEAT.replace("params: {alpha: 0.05}", f"params: {{a: {value}, alpha: 0.05}}")
+    msg = error_of(text)
+    assert msg.startswith("heat2d.yaml:4 " + expected), msg
+    text = HEAT.replace("params: {alpha: 0.05}",
+                        'params: {a: "max(2, 3)^2 + sign(-1) + where(1 < 2, 0.5, 0)", alpha: 0.05}')
+    assert load("heat2d.yaml", text=text).params["a"].value == 8.5
+
+
+# -- references: library objects, each built with what it needs ------------
+
+
+def test_fem_reference_is_built_with_its_problem():
+    import pickle
+
+    from pinn.reference import FEMReference
+
+    built = load(os.path.join(ROOT, "problems", "ns_cavity.yaml"))
+    ref = built.problem.reference
+    assert isinstance(ref, FEMReference) and (ref.cells, ref.element) == (48, "P2")
+    assert ref.problem.reference is None  # the same problem, without a reference
+    assert dict(ref.problem.equations) == dict(built.problem.equations)
+    assert set(ref.problem.conditions) == set(built.problem.conditions)
+    again = pickle.loads(pickle.dumps(built.problem))
+    assert isinstance(again.reference, FEMReference) and again.reference._solution is None
+    import importlib  # the old home still answers (old imports and pickles)
+
+    assert importlib.import_module("pinn.config.build").FEMReference is FEMReference
+
+
+def test_reference_options_and_kinds(tmp_path):
+    from pinn.reference import Burgers, SpectralReference
+
+    built = load(os.path.join(ROOT, "problems", "allen_cahn1d.yaml"))
+    ref = built.problem.reference
+    assert isinstance(ref, SpectralReference) and ref.kind == "allen_cahn"
+    assert set(ref.options) == {"diffusion", "reaction"}
+    path = os.path.join(ROOT, "problems", "burgers1d.yaml")
+    built = load(path, ["reference.burgers.n_nodes=50"])
+    assert isinstance(built.problem.reference, Burgers)
+    assert built.problem.reference.n_nodes == 50 and isinstance(built.problem.reference.n_nodes,
+                                                                int)
+    with pytest.raises(ConfigError) as info:
+        load(path, ["reference.burgers.nus=1"])
+    assert "reference.burgers.nus: unknown option 'nus' (did you mean 'nu'?)" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        load(path, ["reference.burgers.nu=2*x"])
+    assert ("reference.burgers.nu: nu must be a number or an expression of parameters; it uses x"
+            in str(info.value))
+    with pytest.raises(ConfigError) as info:
+        load(path, ["reference=file: nope.npz"])
+    assert "no reference file 'nope.npz'" in str(info.value)
+
+
+def test_file_reference_and_data_from_it(tmp_path):
+    import numpy as np
+
+    from pinn.reference import FileReference
+
+    g = np.linspace(0.0, 1.0, 11)
+    pts = np.stack([a.ravel() for a in np.meshgrid(g, g)], axis=1)  # the hull is the square
+    np.savez(tmp_path / "ref.npz", points=pts, u=pts[:, 0] + 2 * pts[:, 1])
+    ref = FileReference(tmp_path / "ref.npz")
+    assert ref.fields == ("u",)
+    assert np.allclose(ref(pts[:5])["u"], pts[:5, 0] + 2 * pts[:5, 1])  # its own points
+    assert np.allclose(ref(np.array([[0.5, 0.5]]))["u"], 1.5)  # linear: exact inside
+    assert np.isfinite(ref(np.array([[5.0, 5.0]]))["u"]).all()  # nearest outside the hull
+    text = ("domain: {rectangle: {min: [0, 0], max: [1, 1]}}\n"
+            "equations: {e: \"-laplacian(u) = 0\"}\n"
+            "conditions: {obs: {data: {generate: {from: reference, n: 20}}}}\n"
+            "reference: {file: ref.npz}\n")
+    built = load(str(tmp_path / "p.yaml"), text=text)
+    d = built.problem.conditions["obs"]
+    ((_, u),) = d.values
+    assert np.allclose(u, d.points[:, 0] + 2 * d.points[:, 1], atol=1e-9)
+    np.savez(tmp_path / "bad.npz", u=pts[:, 0])
+    msg = error_of(text.replace("ref.npz", "bad.npz"), name=str(tmp_path / "p.yaml"))
+    assert "reference.file: cannot read bad.npz" in msg and "no 'points' array" in msg
+    msg = error_of(text.replace("{file: ref.npz}", "{fem: {cells: 8}}"),
+                   name=str(tmp_path / "p.yaml"))
+    assert "conditions.obs.data.generate: data cannot be generated from a FEM reference" in msg

@@ -1,8 +1,10 @@
 """The schema of a problem file (pydantic v2, unknown keys are errors).
 
-Only structure and types are checked here; names, expressions and boundary
-parts are checked when the library objects are built (:mod:`pinn.config.build`),
-where the problem's coordinates and fields are known.
+Only structure and types are checked here (including how many numbers a
+point of a shape has); names, expressions and boundary parts are checked when
+the library objects are built (:mod:`pinn.config.build`), where the problem's
+coordinates and fields are known, and the values of shapes, optimisers and
+networks by their own constructors.
 
 A section that offers alternatives is a mapping with exactly one of its kind
 keys (``{rectangle: {...}}``, ``{adam: {...}, steps: 500}``); a kind given as a
@@ -17,6 +19,7 @@ import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -144,7 +147,6 @@ PartName = Annotated[str, BeforeValidator(_part_name)]
 Names = Annotated[list[Name], BeforeValidator(_names)]
 ExprLike = Annotated[Any, BeforeValidator(_expr_like)]
 ExprText = Annotated[str, BeforeValidator(_expr_text)]
-Vec = list[Number]
 
 
 class Strict(BaseModel):
@@ -239,9 +241,27 @@ class ParamSpec(Strict):
 # geometry
 
 
-class _Box(Strict):
-    min: Vec
-    max: Vec
+def _vec(n: int, kind: str):
+    """A list of ``n`` numbers (a point or extent of a ``kind``); the values themselves are
+    checked by the geometry constructor."""
+
+    def check(v: list) -> list:
+        if len(v) != n:
+            raise PydanticCustomError("length", "{kind} needs {n} numbers here, got {got}",
+                                      {"kind": kind, "n": n, "got": len(v)})
+        return v
+
+    return Annotated[list[Number], AfterValidator(check)]
+
+
+class RectangleArgs(Strict):
+    min: _vec(2, "rectangle")
+    max: _vec(2, "rectangle")
+
+
+class BoxArgs(Strict):
+    min: _vec(3, "box")
+    max: _vec(3, "box")
 
 
 class IntervalArgs(Strict):
@@ -260,23 +280,28 @@ class IntervalArgs(Strict):
 
 
 class DiskArgs(Strict):
-    center: Vec
+    center: _vec(2, "disk")
+    radius: Positive
+
+
+class BallArgs(Strict):
+    center: _vec(3, "ball")
     radius: Positive
 
 
 class AnnulusArgs(Strict):
-    center: Vec
+    center: _vec(2, "annulus")
     inner: Positive
     outer: Positive
 
 
 class EllipseArgs(Strict):
-    center: Vec
-    semi_axes: Vec
+    center: _vec(2, "ellipse")
+    semi_axes: _vec(2, "ellipse")
 
 
 class VerticesArgs(Strict):
-    vertices: list[Vec]
+    vertices: list[_vec(2, "a vertex")]
 
     @model_validator(mode="before")
     @classmethod
@@ -284,11 +309,20 @@ class VerticesArgs(Strict):
         return {"vertices": data} if isinstance(data, list) else data
 
 
+class TriangleArgs(VerticesArgs):
+    @model_validator(mode="after")
+    def _three(self):
+        if len(self.vertices) != 3:
+            raise PydanticCustomError("triangle", "a triangle has 3 vertices, got {n}",
+                                      {"n": len(self.vertices)})
+        return self
+
+
 class LShapeArgs(Strict):
     """The square ``[min, max]`` without one quarter (the re-entrant corner at its centre)."""
 
-    min: Vec = [-1.0, -1.0]
-    max: Vec = [1.0, 1.0]
+    min: _vec(2, "l_shape") = [-1.0, -1.0]
+    max: _vec(2, "l_shape") = [1.0, 1.0]
     cut: Literal["lower_right", "lower_left", "upper_right", "upper_left"] = "lower_right"
 
 
@@ -298,13 +332,13 @@ class ShapeSpec(OneOf):
     WHAT: ClassVar = "shape"
 
     interval: IntervalArgs | None = None
-    rectangle: _Box | None = None
-    box: _Box | None = None
+    rectangle: RectangleArgs | None = None
+    box: BoxArgs | None = None
     disk: DiskArgs | None = None
-    ball: DiskArgs | None = None
+    ball: BallArgs | None = None
     annulus: AnnulusArgs | None = None
     ellipse: EllipseArgs | None = None
-    triangle: VerticesArgs | None = None
+    triangle: TriangleArgs | None = None
     polygon: VerticesArgs | None = None
     l_shape: LShapeArgs | None = None
     union: Annotated[list[ShapeSpec], Field(min_length=2)] | None = None
@@ -579,7 +613,7 @@ class TrainingSpec(Strict):
     stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(
         default_factory=_default_stages)
     weighting: WeightingSpec = Field(default_factory=lambda: WeightingSpec(fixed=FixedArgs()))
-    chunk: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1_000_000)] = 100
+    chunk: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1_000_000)] = 500
     checkpoint_every: Every = 1000
     eval_every: Every = 1000
 
@@ -592,7 +626,7 @@ class EvaluationSpec(Strict):
     """The grid on which errors and plots are computed: points per coordinate."""
 
     resolution: Annotated[int, BeforeValidator(_integer), Field(ge=2, le=100_000)] | list[
-        Annotated[int, BeforeValidator(_integer), Field(ge=2, le=100_000)]] = 101
+        Annotated[int, BeforeValidator(_integer), Field(ge=2, le=100_000)]] | None = None
     snapshots: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=12)] = 4
 
     @model_validator(mode="after")

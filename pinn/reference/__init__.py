@@ -8,6 +8,9 @@
   Helmholtz, Poisson, Kovasznay, Taylor–Green: PDE and solution as
   expressions plus numpy.
 * :func:`ghia_re100` — lid-driven cavity centreline data (Ghia et al. 1982).
+* :class:`FileReference` — points and values from an NPZ file.
+* :class:`FEMReference`, :class:`SpectralReference` — the FEM solution of a
+  problem, or a spectral solver, computed on first use (:mod:`pinn.reference.lazy`).
 
 Every reference is a callable ``points[N, d] -> {field: values[N]}`` in
 float64, usable as ``Problem.reference``.
@@ -25,6 +28,7 @@ from pinn.reference.closed import (
     taylor_green,
     wave1d,
 )
+from pinn.reference.file import FileReference
 from pinn.reference.ghia import (
     GHIA_RE100_U,
     GHIA_RE100_V,
@@ -32,6 +36,7 @@ from pinn.reference.ghia import (
     GHIA_RE100_Y,
     ghia_re100,
 )
+from pinn.reference.lazy import FEMReference, LazyReference, SpectralReference
 from pinn.reference.spectral import (
     AllenCahn,
     KdV,
@@ -47,5 +52,6 @@ __all__ = [
     "CLOSED_FORMS", "ClosedForm", "advection", "heat", "helmholtz", "kovasznay", "poisson",
     "taylor_green", "wave1d",
     "GHIA_RE100_U", "GHIA_RE100_V", "GHIA_RE100_X", "GHIA_RE100_Y", "ghia_re100",
+    "FileReference", "FEMReference", "LazyReference", "SpectralReference",
     "AllenCahn", "KdV", "PeriodicSolution", "allen_cahn", "etdrk4", "etdrk4_coefficients", "kdv",
 ]
