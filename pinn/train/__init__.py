@@ -1,4 +1,4 @@
-"""Training: optimiser stages, loss-term weighting, the jitted loop, checkpoints.
+"""Training: optimiser stages, loss-term weighting, the jitted loop, observers, checkpoints.
 
 from pinn.train import Adam, LBFGS, Stage, GradNorm, run
 result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS(), 1_000)],
@@ -8,6 +8,19 @@ result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS
 from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
 from .history import read_history
 from .loop import Interrupted, TrainingDiverged, TrainResult, run
+from .observers import (
+    Callback,
+    Checkpoints,
+    ChunkEvent,
+    Evaluation,
+    History,
+    NanGuard,
+    Observer,
+    Progress,
+    RunInfo,
+    Signals,
+    StallStop,
+)
 from .optim import LBFGS, Adam, AdamW, Stage
 from .weighting import Causal, Fixed, GradNorm, causal_loss, causal_weights
 
@@ -30,4 +43,15 @@ __all__ = [
     "load_checkpoint",
     "latest_checkpoint",
     "read_history",
+    "Callback",
+    "Checkpoints",
+    "ChunkEvent",
+    "Evaluation",
+    "History",
+    "NanGuard",
+    "Observer",
+    "Progress",
+    "RunInfo",
+    "Signals",
+    "StallStop",
 ]

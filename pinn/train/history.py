@@ -14,12 +14,15 @@ import io
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .checkpoint import atomic_write_text
 
-__all__ = ["HistoryWriter", "read_history"]
+__all__ = ["HistoryWriter", "read_history", "history_row"]
 
 
 def _clean(value: Any) -> Any:
@@ -46,21 +49,11 @@ def read_history(path: str | os.PathLike) -> list[dict]:
 
 
 class HistoryWriter:
-    """Collects rows in memory and appends them to ``<out_dir>/history.jsonl``."""
+    """Writes rows to ``<out_dir>/history.jsonl`` (one line each) and ``history.csv``."""
 
-    def __init__(
-        self,
-        out_dir: str | os.PathLike | None,
-        *,
-        csv_file: bool = False,
-        rows: list[dict] | None = None,
-    ) -> None:
-        self.rows: list[dict] = list(rows or [])
-        self.out_dir = Path(out_dir) if out_dir is not None else None
+    def __init__(self, out_dir: str | os.PathLike, *, csv_file: bool = False) -> None:
+        self.out_dir = Path(out_dir)
         self.csv_file = csv_file
-        if self.out_dir is not None:
-            # Rewrite what we start from (fresh run: empty; resume: rows up to the checkpoint).
-            atomic_write_text(self.jsonl_path, "".join(self._line(r) for r in self.rows))
 
     @property
     def jsonl_path(self) -> Path:
@@ -74,22 +67,74 @@ class HistoryWriter:
     def _line(row: dict) -> str:
         return json.dumps({k: _clean(v) for k, v in row.items()}) + "\n"
 
-    def append(self, row: dict) -> None:
-        self.rows.append(row)
-        if self.out_dir is not None:
-            with open(self.jsonl_path, "a") as fh:
-                fh.write(self._line(row))
-                fh.flush()
+    def reset(self, rows: list[dict]) -> None:
+        """Rewrite the file with ``rows`` (fresh run: none; resume: up to the checkpoint)."""
+        atomic_write_text(self.jsonl_path, "".join(self._line(r) for r in rows))
 
-    def write_csv(self) -> None:
-        if self.out_dir is None or not self.csv_file:
+    def append(self, row: dict) -> None:
+        with open(self.jsonl_path, "a") as fh:
+            fh.write(self._line(row))
+            fh.flush()
+
+    def write_csv(self, rows: list[dict]) -> None:
+        if not self.csv_file:
             return
         columns: dict[str, None] = {}
-        for row in self.rows:
+        for row in rows:
             columns.update(dict.fromkeys(row))
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
         writer.writeheader()
-        for row in self.rows:
+        for row in rows:
             writer.writerow({k: ("" if _clean(v) is None else v) for k, v in row.items()})
         atomic_write_text(self.csv_path, buffer.getvalue())
+
+
+def as_float(x: Any) -> float:
+    return float(np.asarray(x))
+
+
+def float_or_none(x: Any) -> float | None:
+    value = as_float(x)
+    return value if math.isfinite(value) else None
+
+
+def _scalar_leaves(prefix: str, tree: Any) -> dict[str, float]:
+    """Flat ``{prefix.name: float}`` from a dict of scalars (arrays of size 1 included)."""
+    out = {}
+    if isinstance(tree, Mapping):
+        for name, value in tree.items():
+            arr = np.asarray(value)
+            if arr.size == 1:
+                out[f"{prefix}.{name}"] = float(arr.reshape(()))
+            else:
+                out.update({f"{prefix}.{name}[{i}]": float(v) for i, v in enumerate(arr.ravel())})
+    return out
+
+
+def history_row(
+    info: Any, step: int, stage: int, report: dict, event: str | None, rate: float | None
+) -> dict:
+    """The row of a chunk report; ``info`` is the run's :class:`pinn.train.RunInfo`."""
+    row = {
+        "step": step,
+        "stage": stage,
+        "stage_step": step - info.starts[stage],
+        "optimizer": type(info.stages[stage].optimizer).__name__,
+        "event": event,
+        "loss": as_float(report["loss"]),
+    }
+    row.update(_scalar_leaves("loss", report["terms"]))
+    row.update(_scalar_leaves("weight", report["weights"]))
+    row.update(_scalar_leaves("param", info.physical({"pde": report["pde"]})["pde"]))
+    row.update(_scalar_leaves("aux", report["aux"]))
+    row.update(
+        {
+            "lr": float_or_none(report["lr"]),
+            "grad_norm": float_or_none(report["grad_norm"]),
+            "time": round(info.elapsed(), 4),
+        }
+    )
+    if rate is not None:
+        row["steps_per_s"] = round(rate, 2)
+    return row

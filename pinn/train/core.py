@@ -1,0 +1,466 @@
+"""The pure core of training: the state layout and one jitted chunk program per stage.
+
+A training state is a dict pytree: ``params``, ``opt`` (optimiser state), ``weights``
+(weighting state), ``key``, ``batch``, ``step``, ``lr_scale`` (lowered by roll-backs),
+``status`` and ``status_step`` (L-BFGS). A chunk program advances it by ``n`` steps in one
+``lax.fori_loop`` (the trip count is an argument, so a stage compiles once) and returns a
+report of the final point: loss, terms, aux, weights, gradient norm, finiteness, learnable
+PDE parameters, L-BFGS status, learning rate. :class:`Core` holds what a run's programs
+depend on; the loop (:mod:`pinn.train.loop`) only calls it at chunk boundaries.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .optim import LBFGS, Stage
+
+__all__ = ["Core", "RUNNING", "CONVERGED", "STALLED", "NONFINITE", "STATUS_NAMES", "warn"]
+
+# L-BFGS status codes (state["status"]).
+RUNNING, CONVERGED, STALLED, NONFINITE = 0, 1, 2, 3
+STATUS_NAMES = {
+    RUNNING: "completed",
+    CONVERGED: "converged",
+    STALLED: "stalled",
+    NONFINITE: "nonfinite_linesearch",
+}
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first caller outside ``pinn.train`` (the user)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pinn.train"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def _all_finite(tree: Any) -> jax.Array:
+    leaves = [
+        jnp.all(jnp.isfinite(x))
+        for x in jax.tree.leaves(tree)
+        if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)
+    ]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+@dataclass(frozen=True)
+class _PdeScale:
+    """Learnable PDE parameters trained in units of their initial magnitude.
+
+    The optimiser sees ``theta = value / scale`` (``scale = |initial value|``, 1 for 0), so
+    that an Adam step of ``lr`` changes a parameter by the fraction ``lr`` of its size
+    whatever its units (a viscosity of 3e-3 would otherwise jump by 30% per step at
+    ``lr = 1e-3``). Hashable, so that equal runs share one compiled program.
+    """
+
+    scales: tuple[tuple[str, float], ...]
+
+    def physical(self, p: Any) -> Any:
+        return self._apply(p, jnp.multiply)
+
+    def internal(self, p: Any) -> Any:
+        return self._apply(p, jnp.divide)
+
+    def _apply(self, p: Any, op: Callable) -> Any:
+        if not self.scales:
+            return p
+        pde = dict(p["pde"])
+        for k, s in self.scales:
+            pde[k] = op(pde[k], jnp.asarray(s, jnp.result_type(pde[k])))
+        return {**p, "pde": pde}
+
+    @staticmethod
+    def of(params: Any) -> _PdeScale:
+        pde = params.get("pde") if isinstance(params, Mapping) else None
+        if not isinstance(pde, Mapping):
+            return _PdeScale(())
+        scales = []
+        for k in sorted(pde):
+            v = np.asarray(jax.device_get(pde[k]))
+            if v.shape == () and np.issubdtype(v.dtype, np.floating):
+                a = float(abs(v))
+                scales.append((k, a if math.isfinite(a) and a > 0 else 1.0))
+        return _PdeScale(tuple(scales))
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """``fn`` called with physical parameters while the optimiser holds scaled ones."""
+
+    fn: Callable
+    scale: _PdeScale
+    at: int  # the position of params: 0 in terms_fn(params, batch), 1 in sample_fn(key, params)
+
+    def __call__(self, a, b):
+        if self.at == 0:
+            return self.fn(self.scale.physical(a), b)
+        return self.fn(a, self.scale.physical(b))
+
+
+def _strong(tree: Any) -> Any:
+    """The same pytree with weak types made strong, so the jitted chunk compiles once."""
+
+    def fix(x: Any) -> Any:
+        if not isinstance(x, jax.Array):
+            return jnp.asarray(np.asarray(x))  # Python scalars and NumPy arrays: strong types
+        return jnp.asarray(x, dtype=x.dtype) if getattr(x, "weak_type", False) else x
+
+    return jax.tree.map(fix, tree)
+
+
+def _select(pred: jax.Array, a: Any, b: Any) -> Any:
+    return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def _make_weighted(terms_fn: Callable, names: tuple[str, ...], has_aux: bool) -> Callable:
+    """``weighted(params, batch, weights) -> (sum_i w_i L_i, (terms, aux))``."""
+
+    def weighted(p, batch, w):
+        out = terms_fn(p, batch)
+        terms, aux = out if has_aux else (out, {})
+        loss = sum(w[n].astype(terms[n].dtype) * terms[n] for n in names)
+        return loss, (terms, aux)
+
+    return weighted
+
+
+def _ident(obj: Any) -> tuple:
+    """Cache identity of a spec member: by value when hashable, else by object identity."""
+    try:
+        hash(obj)
+    except TypeError:
+        return ("id", id(obj))
+    return ("value", obj)
+
+
+@dataclass(frozen=True, eq=False)
+class _Program:
+    """Everything a stage's chunk program depends on (holds the objects, so ids stay valid)."""
+
+    terms_fn: Callable
+    sample_fn: Callable
+    weighting: Any
+    optimizer: Any
+    steps: int
+    resample_every: int | None
+    names: tuple[str, ...]
+    has_aux: bool
+
+    def _key(self) -> tuple:
+        return (
+            self.terms_fn,
+            self.sample_fn,
+            _ident(self.weighting),
+            _ident(self.optimizer),
+            type(self.optimizer),
+            self.steps,
+            self.resample_every,
+            self.names,
+            self.has_aux,
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Program) and self._key() == other._key()
+
+
+def _first_order_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
+    """One step of a first-order optimiser (resampling every ``resample_every`` steps)."""
+    terms_fn, sample_fn, weighting = spec.terms_fn, spec.sample_fn, spec.weighting
+    resample_every = spec.resample_every
+
+    def step_fn(state):
+        p, step = state["params"], state["step"]
+        k, batch = state["key"], state["batch"]
+        if resample_every is not None:
+
+            def resample(args):
+                k, _ = args
+                k, sub = jax.random.split(k)
+                return k, sample_fn(sub, p)
+
+            k, batch = jax.lax.cond(
+                (step > 0) & (step % resample_every == 0), resample, lambda a: a, (k, batch)
+            )
+        wstate = weighting.update(
+            state["weights"], params=p, batch=batch, terms_fn=terms_fn, step=step
+        )
+        w = wstate["weights"]
+        (loss, _), grads = jax.value_and_grad(weighted, has_aux=True)(p, batch, w)
+        updates, opt = tx.update(grads, state["opt"], p)
+        scale = state["lr_scale"]
+        updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
+        p = optax.apply_updates(p, updates)
+        new = {
+            **state,
+            "params": p,
+            "opt": opt,
+            "weights": wstate,
+            "key": k,
+            "batch": batch,
+            "step": step + 1,
+        }
+        # non-finite gradients show in the parameters, checked at the chunk's end
+        return new, jnp.isfinite(loss), optax.tree.norm(grads)
+
+    return step_fn
+
+
+def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
+    """One full-batch L-BFGS step; once stopped (``status``), steps are skipped."""
+    gtol = spec.optimizer.gtol
+
+    def skip(state):
+        nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
+        return {**state, "step": state["step"] + 1}, jnp.asarray(True), nan
+
+    def do(state):
+        p, opt, batch = state["params"], state["opt"], state["batch"]
+        w = state["weights"]["weights"]
+        f = lambda q: weighted(q, batch, w)[0]
+        value, grad = optax.value_and_grad_from_state(f)(p, state=opt)
+        gnorm = optax.tree.norm(grad)
+        updates, new_opt = tx.update(grad, opt, p, value=value, grad=grad, value_fn=f)
+        new_p = optax.apply_updates(p, updates)
+        new_value = optax.tree.get(new_opt, "value")
+        nonfinite = ~jnp.isfinite(new_value) | ~_all_finite(new_p)
+        # stalled: the step leaves the parameters as they are, or the line search found
+        # no decrease of the loss (in float32 the loss has reached its rounding floor;
+        # going on would spend every step on a full line search for nothing)
+        stalled = (optax.tree.norm(updates) == 0) | ~(new_value < value)
+        status = jnp.where(
+            gnorm <= gtol,
+            CONVERGED,
+            jnp.where(nonfinite, NONFINITE, jnp.where(stalled, STALLED, RUNNING)),
+        ).astype(jnp.int32)
+        accept = status == RUNNING
+        new = {
+            **state,
+            "params": _select(accept, new_p, p),
+            "opt": _select(accept, new_opt, opt),
+            "step": state["step"] + 1,
+            "status": status,
+            "status_step": jnp.where(accept, state["status_step"], state["step"]),
+        }
+        return new, jnp.isfinite(value), gnorm.astype(state["lr_scale"].dtype)
+
+    return lambda state: jax.lax.cond(state["status"] != RUNNING, skip, do, state)
+
+
+def _report(state: Any, weighted: Callable, finite: jax.Array, gnorm: jax.Array) -> dict:
+    """The terms at the final parameters: a forward pass only (no second backward graph)."""
+    w = state["weights"]["weights"]
+    loss, (terms, aux) = weighted(state["params"], state["batch"], w)
+    finite = finite & jnp.isfinite(loss) & _all_finite(state["params"])
+    p = state["params"]
+    return {
+        "loss": loss,
+        "terms": terms,
+        "aux": aux,
+        "weights": w,
+        "grad_norm": gnorm,
+        "finite": finite,
+        "pde": p.get("pde", {}) if isinstance(p, Mapping) else {},
+        "status": state["status"],
+        "status_step": state["status_step"],
+        "lr": state["lr_scale"],
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def _chunk_program(spec: _Program) -> Callable:
+    """The jitted chunk function for one stage (cached: equal specs share a compilation)."""
+    weighted = _make_weighted(spec.terms_fn, spec.names, spec.has_aux)
+    tx = spec.optimizer.make(spec.steps)
+    is_lbfgs = isinstance(spec.optimizer, LBFGS)
+    step_fn = (_lbfgs_step if is_lbfgs else _first_order_step)(spec, weighted, tx)
+    schedule = getattr(spec.optimizer, "schedule", None)
+    schedule = None if is_lbfgs or schedule is None else schedule(spec.steps)
+
+    def chunk_fn(state, n, stage_start):
+        def body(_, carry):
+            state, finite, gnorm = carry
+            state, ok, step_gnorm = step_fn(state)
+            # the gradient norm of the last step taken (skipped L-BFGS steps keep it)
+            gnorm = jnp.where(jnp.isnan(step_gnorm), gnorm, step_gnorm.astype(gnorm.dtype))
+            return state, finite & ok, gnorm
+
+        gnorm0 = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
+        state, finite, gnorm = jax.lax.fori_loop(0, n, body, (state, jnp.asarray(True), gnorm0))
+        report = _report(state, weighted, finite, gnorm)
+        if is_lbfgs:
+            stepsize = optax.tree.get(state["opt"], "learning_rate")
+            report["lr"] = jnp.asarray(jnp.nan if stepsize is None else stepsize)
+        elif schedule is not None:
+            report["lr"] = schedule(state["step"] - stage_start) * state["lr_scale"]
+        return state, report
+
+    return jax.jit(chunk_fn)
+
+
+def _terms_shape(terms_fn: Callable, params: Any, batch_shape: Any) -> tuple[dict, bool]:
+    """The abstract terms of ``terms_fn`` and whether it returns ``(terms, aux)``; checked."""
+    out_shape = jax.eval_shape(terms_fn, params, batch_shape)
+    has_aux = isinstance(out_shape, tuple)
+    terms_shape = out_shape[0] if has_aux else out_shape
+    if not isinstance(terms_shape, Mapping) or not terms_shape:
+        raise TypeError(
+            "run: terms_fn(params, batch) must return a non-empty dict {name: scalar} (or a "
+            f"pair (terms, aux)), got {out_shape!r}."
+        )
+    bad = {n: s.shape for n, s in terms_shape.items() if s.shape != ()}
+    if bad:
+        raise ValueError(
+            f"run: every loss term must be a scalar (a mean over points); these are not: {bad}."
+        )
+    return terms_shape, has_aux
+
+
+@dataclass(eq=False)
+class Core:
+    """A run's pure side: term names, the state layout and its chunk programs.
+
+    Build it with :meth:`Core.build`; :meth:`call` runs ``n`` steps of a stage (compiling
+    that stage's program on first use, timed in ``compile_seconds``).
+    """
+
+    terms_fn: Callable
+    sample_fn: Callable
+    weighting: Any
+    stages: list[Stage]
+    resample_every: int | None
+    names: list[str]
+    has_aux: bool
+    dtype: Any
+    pde_scale: _PdeScale
+    batch_shape: Any
+    compile_seconds: float = 0.0
+    _programs: dict = field(default_factory=dict)
+
+    @staticmethod
+    def build(
+        terms_fn: Callable,
+        params: Any,
+        *,
+        stages: Sequence[Stage],
+        sample_fn: Callable,
+        key: jax.Array,
+        weighting: Any,
+        resample_every: int | None,
+    ) -> tuple[Core, Any]:
+        """The core of a run and the parameters in the optimiser's (PDE-scaled) units."""
+        pde_scale = _PdeScale.of(params)
+        if pde_scale.scales:
+            terms_fn = _Scaled(terms_fn, pde_scale, 0)
+            sample_fn = _Scaled(sample_fn, pde_scale, 1)
+            params = pde_scale.internal(params)
+        batch_shape = jax.eval_shape(sample_fn, key, params)
+        terms_shape, has_aux = _terms_shape(terms_fn, params, batch_shape)
+        dtype = jnp.result_type(*[s.dtype for s in terms_shape.values()])
+        param_dtypes = {
+            np.dtype(getattr(x, "dtype", np.asarray(x).dtype)) for x in jax.tree.leaves(params)
+        }
+        if dtype == np.float64 and np.dtype(np.float32) in param_dtypes:
+            warn(
+                "run: the loss is float64 but some parameters are float32; build the model "
+                "inside jax.enable_x64(True) so that all parameters are float64."
+            )
+        core = Core(terms_fn, sample_fn, weighting, list(stages), resample_every,
+                    list(terms_shape), has_aux, dtype, pde_scale, batch_shape)
+        return core, params
+
+    @functools.cached_property
+    def starts(self) -> list[int]:
+        return [sum(s.steps for s in self.stages[:i]) for i in range(len(self.stages))]
+
+    @functools.cached_property
+    def ends(self) -> list[int]:
+        return [start + s.steps for start, s in zip(self.starts, self.stages, strict=True)]
+
+    @functools.cached_property
+    def txs(self) -> list[Any]:
+        return [s.optimizer.make(s.steps) for s in self.stages]
+
+    def make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
+        return _strong(
+            {
+                "params": params,
+                "opt": self.txs[stage].init(params),
+                "weights": self.weighting.init(self.names, self.dtype),
+                "key": key,
+                "batch": batch,
+                "step": jnp.asarray(self.starts[stage], jnp.int32),
+                "lr_scale": jnp.asarray(1.0, self.dtype),
+                "status": jnp.asarray(RUNNING, jnp.int32),
+                "status_step": jnp.asarray(-1, jnp.int32),
+            }
+        )
+
+    def fresh_state(self, params: Any, key: jax.Array) -> dict:
+        """The state at step 0: a first batch drawn with a key split from ``key``."""
+        key, sub = jax.random.split(key)
+        return self.make_state(params, key, self.sample_fn(sub, params), 0)
+
+    def template(self, params: Any, key: jax.Array, stage: int) -> Any:
+        """The abstract state of ``stage`` (what a checkpoint is loaded into)."""
+        return jax.eval_shape(
+            lambda p, b: self.make_state(p, key, b, stage), params, self.batch_shape
+        )
+
+    def call(self, stage: int, state: Any, n: int) -> tuple[Any, dict]:
+        """``n`` steps of ``stage`` from ``state``: the new state and the (host) report."""
+        start = self.starts[stage]
+        if stage not in self._programs:  # compile (timed) with a zero-step call
+            s = self.stages[stage]
+            self._programs[stage] = _chunk_program(
+                _Program(self.terms_fn, self.sample_fn, self.weighting, s.optimizer, s.steps,
+                         self.resample_every, tuple(self.names), self.has_aux)
+            )
+            t0 = time.perf_counter()
+            jax.block_until_ready(self._programs[stage](state, np.int32(0), np.int32(start)))
+            self.compile_seconds += time.perf_counter() - t0
+        new_state, report = self._programs[stage](state, np.int32(n), np.int32(start))
+        return new_state, jax.device_get(report)
+
+    def enter_stage(self, state: Any, stage: int) -> Any:
+        """The state at the start of ``stage`` (fresh optimiser; a fresh batch if resampling)."""
+        if self.resample_every is not None:
+            # a fresh batch for the new stage (with RAD: drawn where the current residual is
+            # large), so that a full-batch stage such as L-BFGS, and each of several L-BFGS
+            # stages in a row, fits points of its own
+            k, sub = jax.random.split(state["key"])
+            state = {**state, "key": k, "batch": _strong(self.sample_fn(sub, state["params"]))}
+        return {
+            **state,
+            "opt": _strong(self.txs[stage].init(state["params"])),
+            "lr_scale": jnp.ones_like(state["lr_scale"]),
+            "status": jnp.asarray(RUNNING, jnp.int32),
+            "status_step": jnp.asarray(-1, jnp.int32),
+        }
+
+    def roll_back(self, state: Any, stage: int, factor: float) -> Any:
+        """``state`` (the last good one) with the learning rate scaled by ``factor``."""
+        state = {**state, "lr_scale": state["lr_scale"] * factor}
+        if self.stages[stage].is_lbfgs:  # fresh curvature memory at the good point
+            state = {**state, "opt": _strong(self.txs[stage].init(state["params"]))}
+        return state
+
+    @staticmethod
+    def skip_to(state: Any, step: int) -> Any:
+        """``state`` with its step counter moved to ``step`` (a stage stopped early)."""
+        return {**state, "step": jnp.asarray(step, jnp.int32)}

@@ -1,0 +1,403 @@
+"""Observers of a training run: what happens at chunk boundaries, one object per concern.
+
+The loop (:func:`pinn.train.run`) advances the pure training state one jitted chunk at a
+time and tells every observer what happened, in list order::
+
+    observer.init(info)        # once, before the first chunk (info: RunInfo)
+    observer.on_chunk(event)   # at each event of the run (event: ChunkEvent)
+    observer.close(result)     # once, however the run ends (result: the run so far)
+
+An observer may set ``every`` (steps): chunks are then cut at its multiples, so it sees
+the state exactly there. Subclass :class:`Observer` (no-op defaults) or write any object
+with these three methods. ``event.kind`` says what happened:
+
+* ``"stage_start"``: a stage begins (``row``: its first history row);
+* ``"chunk"``: a chunk of steps finished with a finite loss (``row``: its history row);
+* ``"stage_stop"``: an observer ended the stage early (``row``: e.g. ``lbfgs_stop``);
+* ``"nonfinite"``: a chunk produced a non-finite loss; ``state`` is the last good state,
+  ``until`` the end of the failed chunk, and nothing was recorded yet;
+* ``"rollback"``: the failed chunk was rolled back (``row``: the roll-back event);
+* ``"boundary"``: the state the run continues from (after a chunk and any stage stop);
+* ``"end"``: the run is about to return (finished, or stopped on request).
+
+Observers only look, unless they ask through the event: :meth:`ChunkEvent.end_stage`,
+:meth:`ChunkEvent.roll_back` / :meth:`ChunkEvent.fail` (``"nonfinite"`` only) and
+:meth:`ChunkEvent.stop`. The loop applies requests once every observer has seen the event;
+a request the event's kind does not allow raises ``ValueError``. An observer that adds to
+a row (:class:`Evaluation`) must come before those that record it (:class:`History`);
+:func:`pinn.train.run` puts its own observers first and ``run(observers=[...])`` after.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .checkpoint import list_checkpoints, save_checkpoint
+from .core import NONFINITE, RUNNING, STATUS_NAMES, warn
+from .history import HistoryWriter, as_float, read_history
+from .optim import Stage
+from .progress import TrainProgress
+from .result import TrainingDiverged, TrainResult
+
+__all__ = [
+    "Observer",
+    "RunInfo",
+    "ChunkEvent",
+    "History",
+    "Progress",
+    "Evaluation",
+    "Checkpoints",
+    "NanGuard",
+    "StallStop",
+    "Signals",
+    "Callback",
+]
+
+
+@dataclass(eq=False)
+class RunInfo:
+    """What observers know about the run; the lists grow as it goes (do not edit them).
+
+    ``start_step``: where this call starts (0, or the step of the checkpoint resumed from);
+    ``resume_meta``: that checkpoint's metadata (``None`` for a fresh run); ``physical``:
+    parameters in physical units from the optimiser's (learnable PDE parameters are trained
+    scaled); ``rows``: the history so far (:class:`History` restores it on resume);
+    ``checkpoint``: the newest checkpoint written (observers that write one set it).
+    """
+
+    stages: list[Stage]
+    starts: list[int]
+    ends: list[int]
+    names: list[str]
+    physical: Callable[[Any], Any]
+    start_step: int = 0
+    resumed_from: Path | None = None
+    resume_meta: dict | None = None
+    rows: list[dict] = field(default_factory=list)
+    stage_reports: list[dict] = field(default_factory=list)
+    rollbacks: list[dict] = field(default_factory=list)
+    checkpoint: Path | None = None
+    elapsed_before: float = 0.0
+    t_start: float = field(default_factory=time.perf_counter)
+
+    @property
+    def total(self) -> int:
+        return self.ends[-1]
+
+    def elapsed(self) -> float:
+        """Wall seconds of training, summed over resumes."""
+        return self.elapsed_before + time.perf_counter() - self.t_start
+
+    def due(self, step: int, every: int | None) -> bool:
+        """``step`` is the last one, or a multiple of ``every``."""
+        return step == self.total or (every is not None and step % every == 0)
+
+
+_REQUESTS = {"end_stage": ("chunk",), "roll_back": ("nonfinite",), "fail": ("nonfinite",)}
+
+
+@dataclass(eq=False)
+class ChunkEvent:
+    """One event of the run (see the module docstring for the kinds).
+
+    ``state`` is the training state (a pytree of arrays: read it, never keep it past the
+    call without copying what you need); ``report`` the chunk's report (host arrays: loss,
+    terms, weights, grad_norm, status, ...); ``row`` the history row, if the event has one.
+    """
+
+    kind: str
+    step: int
+    stage: int
+    state: Any
+    info: RunInfo
+    report: dict | None = None
+    row: dict | None = None
+    until: int | None = None
+    stage_end: tuple[str, str] | None = None
+    rollback_row: dict | None = None
+    lr_factor: float | None = None
+    error: BaseException | None = None
+    stop_signal: str | None = None
+    stopped: bool = False
+
+    def _allow(self, request: str) -> None:
+        kinds = _REQUESTS.get(request)
+        if (kinds is not None and self.kind not in kinds) or self.kind == "end":
+            raise ValueError(
+                f"ChunkEvent.{request}() is not allowed at a {self.kind!r} event (allowed: "
+                f"{', '.join(kinds or ['any but end'])}); make the request at such an event."
+            )
+
+    def end_stage(self, event: str, message: str) -> None:
+        """Skip to the end of the current stage, recording a row ``{event, message}``."""
+        self._allow("end_stage")
+        self.stage_end = (event, message)
+
+    def roll_back(self, row: dict, lr_factor: float) -> None:
+        """Discard the failed chunk, record ``row``, retry with the learning rate scaled."""
+        self._allow("roll_back")
+        if not 0 < lr_factor < 1:
+            raise ValueError(f"ChunkEvent.roll_back: lr_factor must lie in (0, 1), got "
+                             f"{lr_factor!r}.")
+        self.rollback_row, self.lr_factor = row, lr_factor
+
+    def fail(self, error: BaseException, row: dict | None = None) -> None:
+        """Give up on the failed chunk: record ``row`` (if given), then raise ``error``."""
+        self._allow("fail")
+        self.error, self.rollback_row = error, row
+
+    def stop(self, signal_name: str | None = None) -> None:
+        """End the run at this chunk's boundary (with a final checkpoint); with a
+        ``signal_name``, :func:`pinn.train.run` then raises :class:`Interrupted`."""
+        self._allow("stop")
+        self.stopped, self.stop_signal = True, signal_name
+
+
+class Observer:
+    """Base class with no-op defaults; ``every``: cut chunks at multiples of this step."""
+
+    every: int | None = None
+
+    def init(self, info: RunInfo) -> None:
+        """Called once before the first chunk."""
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        """Called at every event of the run."""
+
+    def close(self, result: TrainResult) -> None:
+        """Called once when the run ends, also when it raises (``result``: so far)."""
+
+
+class History(Observer):
+    """The history rows as ``<out_dir>/history.jsonl`` (and ``history.csv`` with ``csv``).
+
+    On resume it restores the rows written up to the checkpoint into ``info.rows``.
+    The CSV is rewritten when a checkpoint was written and at the end.
+    """
+
+    def __init__(self, out_dir: str | Path, *, csv: bool = False) -> None:
+        self.writer = HistoryWriter(out_dir, csv_file=csv)
+        self._csv_at: Path | None = None
+        self._info: RunInfo | None = None
+
+    def init(self, info: RunInfo) -> None:
+        self._info, self._csv_at = info, info.checkpoint
+        if info.resume_meta is not None and not info.rows:
+            rows = read_history(self.writer.jsonl_path)[: int(info.resume_meta["n_rows"])]
+            info.rows.extend(rows)
+        self.writer.reset(info.rows)
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.row is not None:
+            self.writer.append(event.row)
+        elif event.kind == "boundary" and event.info.checkpoint != self._csv_at:
+            self._csv_at = event.info.checkpoint
+            self.writer.write_csv(event.info.rows)
+
+    def close(self, result: TrainResult) -> None:
+        if self._info is not None:
+            self.writer.write_csv(self._info.rows)
+
+
+class Progress(Observer):
+    """A rich progress bar on stderr (nothing unless stderr, or ``stream``, is a terminal)."""
+
+    def __init__(self, *, stream: Any = None) -> None:
+        self.stream = stream
+        self._bar: TrainProgress | None = None
+
+    def init(self, info: RunInfo) -> None:
+        bar = TrainProgress(info.total, start=info.start_step, stream=self.stream)
+        self._bar = bar.__enter__()
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind == "chunk" and self._bar is not None:
+            stages = event.info.stages
+            name = type(stages[event.stage].optimizer).__name__
+            self._bar.update(event.step, f"stage {event.stage + 1}/{len(stages)} {name}",
+                             event.row)
+
+    def close(self, result: TrainResult) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+class Evaluation(Observer):
+    """``fn(params) -> {name: number}`` (physical parameters) every ``every`` steps and at
+    the end, added to the row as ``eval.<name>``."""
+
+    def __init__(self, fn: Callable[[Any], Mapping[str, Any]], every: int | None = None):
+        self.fn, self.every = fn, every
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        due = event.info.due(event.step, self.every)
+        if event.kind == "stage_stop":
+            due = due and not any(k.startswith("eval.") for k in event.row)
+        if due and event.kind in ("chunk", "stage_stop"):
+            metrics = self.fn(event.info.physical(event.state["params"]))
+            event.row.update({f"eval.{k}": as_float(v) for k, v in metrics.items()})
+
+
+class Checkpoints(Observer):
+    """Checkpoints in ``directory`` every ``every`` steps, at the end and when the run is
+    stopped; keeps the newest ``keep`` (``None``: all). A fresh run first removes the
+    checkpoints of an earlier run there (with a warning)."""
+
+    def __init__(self, directory: str | Path, *, every: int | None = None,
+                 keep: int | None = 3) -> None:
+        self.directory, self.every, self.keep = Path(directory), every, keep
+        self.last: Path | None = None
+
+    def init(self, info: RunInfo) -> None:
+        self.last = info.resumed_from
+        stale = list_checkpoints(self.directory) if info.resume_meta is None else []
+        if stale:
+            warn(
+                f"run: removing {len(stale)} checkpoint(s) of an earlier run in "
+                f"{str(self.directory)!r} before starting afresh (pass resume=True to continue "
+                "that run instead)."
+            )
+            for old in stale:
+                old.unlink(missing_ok=True)
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind == "boundary" and event.info.due(event.step, self.every):
+            self.save(event)
+        elif event.kind == "end" and (
+            self.last is None or not self.last.name.endswith(f"{event.step:09d}.npz")
+        ):
+            self.save(event)
+
+    def save(self, event: ChunkEvent) -> Path:
+        """Write the state of ``event`` with the metadata a resume needs."""
+        info, stage = event.info, event.stage
+        meta = {
+            "step": event.step,
+            "stage": stage,
+            "stage_start": info.starts[stage],
+            "optimizers": [type(s.optimizer).__name__ for s in info.stages],
+            "names": info.names,
+            "n_rows": len(info.rows),
+            "elapsed": info.elapsed(),
+            "stage_reports": info.stage_reports,
+            "rollbacks": info.rollbacks,
+        }
+        self.last = save_checkpoint(self.directory, event.step, event.state, meta,
+                                    keep=self.keep)
+        info.checkpoint = self.last
+        return self.last
+
+
+class NanGuard(Observer):
+    """On a non-finite chunk: roll back to the last good state with the learning rate
+    scaled by ``factor``; after ``max_retries`` consecutive roll-backs, stop with
+    :class:`TrainingDiverged`."""
+
+    def __init__(self, max_retries: int = 5, factor: float = 0.5) -> None:
+        self.max_retries, self.factor = max_retries, factor
+        self.failures = 0
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind == "chunk":
+            self.failures = 0
+        if event.kind != "nonfinite":
+            return
+        self.failures += 1
+        info, step, stage = event.info, event.step, event.stage
+        bad = sorted(n for n, v in event.report["terms"].items() if not math.isfinite(as_float(v)))
+        old = as_float(event.state["lr_scale"])
+        row = {
+            "step": step,
+            "stage": stage,
+            "stage_step": step - info.starts[stage],
+            "optimizer": type(info.stages[stage].optimizer).__name__,
+            "event": "rollback",
+            "failed_until": event.until,
+            "lr_scale": old * self.factor,
+            "time": round(info.elapsed(), 4),
+            "message": (
+                f"non-finite loss in steps {step}..{event.until} (terms: "
+                f"{bad or 'gradients/parameters'}); rolled back to step {step} and lowered the "
+                f"learning rate scale {old:g} -> {old * self.factor:g}"
+            ),
+        }
+        if self.failures <= self.max_retries:
+            warn(row["message"], RuntimeWarning)
+            event.roll_back(row, self.factor)
+            return
+        event.fail(TrainingDiverged(
+            f"training diverged: the loss was non-finite in {self.failures} consecutive "
+            f"attempts from step {step} (stage {stage}, {info.stages[stage].optimizer!r}), "
+            f"even with the learning rate scaled down to {old:g}. Non-finite terms: "
+            f"{bad or 'none'} (then the gradients or parameters were). Lower the learning "
+            "rate, add gradient clipping (Adam(clip=1.0)), or check the problem scaling.",
+            step=step, stage=stage, failures=info.rollbacks,
+            params=info.physical(event.state["params"]), history=info.rows,
+        ), row=row)
+
+
+class StallStop(Observer):
+    """Ends an L-BFGS stage once it has converged, stalled or hit a non-finite line search
+    (the chunk program's ``status``), recording an ``lbfgs_stop`` row."""
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind != "chunk":
+            return
+        status, end = int(event.report["status"]), event.info.ends[event.stage]
+        if status == RUNNING or event.step >= end:
+            return
+        message = (
+            f"L-BFGS stopped at step {int(event.report['status_step'])}: "
+            f"{STATUS_NAMES[status]} (gradient norm {as_float(event.report['grad_norm']):.3e}); "
+            f"skipping to the next stage at step {end}"
+        )
+        if status == NONFINITE:
+            warn(message, RuntimeWarning)
+        event.end_stage("lbfgs_stop", message)
+
+
+class Signals(Observer):
+    """SIGINT/SIGTERM (main thread only) stop the run at the next chunk boundary, after a
+    checkpoint, with :class:`Interrupted`; a second signal stops at once."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.received is not None:  # second signal: stop now
+            raise KeyboardInterrupt
+        self.received = signum
+
+    def init(self, info: RunInfo) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handler)
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind == "boundary" and self.received is not None:
+            event.stop(signal.Signals(self.received).name)
+
+    def close(self, result: TrainResult) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+
+class Callback(Observer):
+    """``fn(row)`` with each chunk's history row and each roll-back event."""
+
+    def __init__(self, fn: Callable[[dict], None]) -> None:
+        self.fn = fn
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind in ("chunk", "rollback"):
+            self.fn(event.row)
