@@ -14,11 +14,13 @@ solution::
         conditions={"walls": pinn.Dirichlet(u, 0, on="boundary"),
                     "start": pinn.Initial(u, pinn.sin(pinn.pi * x) * pinn.sin(pinn.pi * y))},
     )
-    solution = pinn.solve(heat, model=pinn.MLP(width=64, depth=4))
+    run = pinn.setup(heat, model=pinn.MLP(width=64, depth=4), out_dir="runs/heat")
+    solution = run.train()     # or pinn.solve(heat, ...) in one call
 
 Subpackages loaded on first use: ``pinn.fem`` (scikit-fem baselines),
 ``pinn.reference`` (exact and spectral references), ``pinn.config`` (YAML),
-``pinn.report`` (plots and reports).
+``pinn.report`` (plots and reports); ``pinn.evaluate`` is the one evaluation
+(grid, truth, errors) every method is scored by.
 """
 
 import importlib as _importlib
@@ -59,6 +61,7 @@ from pinn.dsl import (
     where,
 )
 from pinn.dsl import abs_ as abs
+from pinn.evaluate import evaluation_grid
 from pinn.geometry import (
     RAD,
     Ball,
@@ -78,13 +81,15 @@ from pinn.geometry import (
 )
 from pinn.nets import MLP, RWF, Fourier, ModifiedMLP, PirateNet
 from pinn.problem import Problem, ProblemError
-from pinn.solve import Solution, Training, evaluation_grid, solve
+from pinn.run import Run, setup, solve
+from pinn.solution import Solution
 from pinn.train import LBFGS, Adam, AdamW, Causal, Fixed, GradNorm, Stage
 from pinn.train.loss import Points
+from pinn.training import Training
 
 __version__ = "0.1.0"
 
-_LAZY = ("fem", "reference", "config", "report", "compile", "cli")
+_LAZY = ("fem", "reference", "config", "report", "compile", "cli", "io")
 
 
 def __getattr__(name):
@@ -94,7 +99,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "Problem", "ProblemError", "solve", "Solution", "Training", "Points", "evaluation_grid",
+    "Problem", "ProblemError", "setup", "Run", "solve", "Solution", "Training", "Points",
+    "evaluation_grid",
     "coords", "field", "fields", "param", "D", "grad", "div", "laplacian", "vector", "dot",
     "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "arctan",
     "arcsin", "arccos", "sign", "heaviside", "where", "minimum", "maximum", "eq", "pi", "e",

@@ -29,6 +29,10 @@ __all__ = [
     "clean_json",
     "cache_dir",
     "TMP_MARK",
+    "run_folder",
+    "write_config",
+    "read_points",
+    "write_values",
 ]
 
 #: Part of every temporary file's name (``.NAME.tmp-PID-HEX``): readers skip such files.
@@ -120,3 +124,117 @@ def cache_dir(kind: str | None = None, override: str | os.PathLike | None = None
         return Path(override).expanduser()
     root = Path(os.environ.get("PINN_CACHE") or "~/.cache/pinn").expanduser()
     return root / kind if kind else root
+
+
+# ---------------------------------------------------------------------------
+# the run folder's place, its configuration, and points files
+
+
+def run_folder(base: str | os.PathLike | None, name: str, resume: bool, suffix: str = "",
+               root: str | os.PathLike = "runs") -> Path:
+    """Where a run writes: ``base``, or ``root/<name><suffix>`` (``-2``, ``-3``, ... when that
+    one is taken and the run is new; the newest when resuming). Raises ``ValueError``
+    naming the fix when ``base`` cannot be used."""
+    if base is not None:
+        base = Path(base)
+        if resume and not base.exists():
+            raise ValueError(f"{base}: no run folder to resume")
+        if not resume and base.is_dir() and any(base.iterdir()):
+            raise ValueError(f"{base}: the run folder exists and is not empty; continue it "
+                             "with --resume, or give a new --out")
+        return base
+    first = Path(root) / (name + suffix)
+    if resume:
+        found = [p for p in [first, *Path(root).glob(f"{name + suffix}-*")] if p.is_dir()]
+        if not found:
+            raise ValueError(f"no run folder {first} to resume; give --out DIR")
+        return max(found, key=lambda p: p.stat().st_mtime)
+    if not first.exists() or not any(first.iterdir()):
+        return first
+    k = 2
+    while (first.parent / f"{first.name}-{k}").exists():
+        k += 1
+    return first.parent / f"{first.name}-{k}"
+
+
+def _without_stages(d: dict) -> dict:
+    training = {k: v for k, v in (d.get("training") or {}).items() if k != "stages"}
+    return {**d, "training": training}
+
+
+def write_config(run_dir: str | os.PathLike, resolved: dict, *, resume: bool = False,
+                 header: str = "") -> Path:
+    """``config.yaml`` of a run (the resolved configuration). On ``resume`` the problem
+    must be the one the run started with (more steps are fine): ``ValueError`` otherwise."""
+    import yaml
+
+    path = Path(run_dir) / "config.yaml"
+    if resume and path.exists():
+        old = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if old and _without_stages(old) != _without_stages(clean_json(resolved)):
+            raise ValueError(f"{path}: the problem differs from the one this run was started "
+                             "with; resume with the same file and overrides, or start a new run")
+    return write_yaml(path, resolved, header=header)
+
+
+def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
+    """Points ``[N, len(names)]`` from a CSV file (a header naming the coordinates, or bare
+    numbers) or an NPZ file (``points``, or one array per coordinate); ``ValueError``
+    naming the problem otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        if path.suffix.lower() == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                if "points" in z.files:
+                    pts = np.asarray(z["points"], dtype=np.float64)
+                elif all(n in z.files for n in names):
+                    pts = np.stack([np.asarray(z[n], dtype=np.float64).reshape(-1)
+                                    for n in names], axis=1)
+                else:
+                    raise ValueError(f"expected an array 'points' [N, {len(names)}] or arrays "
+                                     f"{', '.join(names)}; found {', '.join(z.files)}")
+        else:
+            with open(path, encoding="utf-8") as fh:
+                cells = [c.strip() for c in fh.readline().split(",")]
+            try:
+                [float(c) for c in cells]
+                header = None
+            except ValueError:
+                header = cells
+            arr = np.loadtxt(path, delimiter=",", skiprows=0 if header is None else 1, ndmin=2)
+            if header is not None:
+                missing = [n for n in names if n not in header]
+                if missing:
+                    raise ValueError(f"no column for {', '.join(missing)} (header: "
+                                     f"{', '.join(header)})")
+                pts = np.stack([arr[:, header.index(n)] for n in names], axis=1)
+            else:
+                pts = arr
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read points ({exc})") from None
+    if pts.ndim != 2 or pts.shape[1] != len(names):
+        raise ValueError(f"{path}: points must have {len(names)} columns ({', '.join(names)}), "
+                         f"got shape {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ValueError(f"{path}: points contain NaN or infinite values")
+    return pts
+
+
+def write_values(out: str | os.PathLike | None, points: np.ndarray, names: list[str],
+                 values: dict) -> str | None:
+    """Points and values at them: into ``out`` (``.npz``: ``points`` and one array per value;
+    otherwise CSV), or, with no ``out``, returned as CSV text."""
+    values = {k: np.asarray(v) for k, v in values.items()}
+    if out is not None and Path(out).suffix.lower() == ".npz":
+        write_npz(out, points=points, **values)
+        return None
+    cols = {**{n: points[:, i] for i, n in enumerate(names)}, **values}
+    buf = io.StringIO()
+    buf.write(",".join(cols) + "\n")
+    np.savetxt(buf, np.stack(list(cols.values()), axis=1), delimiter=",", fmt="%.17g")
+    if out is None:
+        return buf.getvalue()
+    write_text(out, buf.getvalue())
+    return None

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from pinn.config import load
-from pinn.report import evaluation_grid, field_errors, truth_on, write_run_report
-from pinn.report.io import write_json, write_text
+from pinn.evaluate import evaluation_grid, field_errors, score, truth
+from pinn.io import write_json, write_text
+from pinn.report import write_run
 
 DOMAINS = {
     "1d": ("{interval: [0, 1]}", "x", "sin(pi*x)"),
@@ -69,8 +70,7 @@ def test_report_for_every_kind_of_domain(tmp_path, kind):
     p = problem(kind)
 
     def evaluate(points):
-        truth, _ = truth_on(p, points)
-        return {"u": truth["u"] + 1e-3 * np.sin(7 * points[:, 0])}
+        return {"u": truth(p, points).values["u"] + 1e-3 * np.sin(7 * points[:, 0])}
 
     history = [{"step": 0, "event": "stage_start", "optimizer": "Adam", "loss": 1.0,
                 "loss.eq": 1.0, "param.nu": 0.1},
@@ -78,9 +78,10 @@ def test_report_for_every_kind_of_domain(tmp_path, kind):
                {"step": 50, "event": "stage_start", "optimizer": "LBFGS", "loss": 0.1,
                 "loss.eq": 0.1, "param.nu": 0.05},
                {"step": 60, "loss": float("nan"), "loss.eq": 1e-3, "param.nu": 0.04}]
-    m = write_run_report(tmp_path, p, evaluate, metrics={"steps": 60, "seed": 0},
-                         history=history, resolution=9, snapshots=3,
-                         true_params={"nu": 0.03})
+    s = score(p, evaluate, resolution=9)
+    m = write_run(tmp_path, p, s, {"steps": 60, "seed": 0}, history=history, snapshots=3,
+                  true_params={"nu": 0.03})
+    assert m["rel_l2"] == s.rel_l2  # the score's numbers, not recomputed
     assert 0 < m["rel_l2"]["u"] < 1e-2 and 0 < m["max_abs_error"]["u"] <= 1e-3 + 1e-12
     for f in ("field_u.png", "loss.png", "params.png", "metrics.json", "report.md",
               "solution_grid.npz"):

@@ -84,7 +84,7 @@ def test_heat2d_through_every_command(capsys, tmp_path):
     assert rc == 0, err
     lines = out.strip().splitlines()
     assert lines[0] == "x,y,t,u" and len(lines) == 3
-    from pinn.solve import Solution
+    from pinn.solution import Solution
 
     sol = Solution.load(run_dir)
     want = sol.evaluate(np.array([[0.5, 0.5, 0.0], [0.25, 0.75, 0.5]]))["u"]

@@ -75,7 +75,7 @@ def test_inverse_heat_recovers_diffusivity():
 
 
 def test_evaluation_points_are_a_fixed_subset_of_the_grid():
-    from pinn.solve import evaluation_points
+    from pinn.evaluate import evaluation_points
 
     problem = pinn.Problem(domain=pinn.Interval(-1, 1) * pinn.TimeInterval(0, 1),
                            equations={"pde": pinn.D(u, t) - pinn.D(u, x, 2)})

@@ -11,6 +11,7 @@ import numpy as np
 import skfem
 from scipy.spatial import cKDTree
 
+from pinn import evaluate as ev
 from pinn.dsl import expr as E
 from pinn.fem._numeric import evaluate_points
 from pinn.io import write_npz, write_text
@@ -224,32 +225,31 @@ class FEMSolution:
         raise TypeError(f"exact must be a mapping or a callable, got {type(exact).__name__}")
 
     def errors(self, exact=None, points=None) -> dict[str, dict[str, float]]:
-        """``{"rel_l2": {field: v}, "max_abs_error": {field: v}}`` on ``points``.
+        """``{"rel_l2": {field: v}, "max_abs_error": {field: v}}``.
 
-        ``exact``: ``{field: expr}`` or a callable ``points -> {field: values}``
-        (default: the problem's exact solution, else its reference).
-        ``points``: default :func:`pinn.solve.evaluation_grid` of the problem (the
-        grid the PINN's errors use).
+        By default on the problem's evaluation grid against its exact solution or reference
+        (:func:`pinn.evaluate.score`: the numbers a PINN's errors are); ``exact``:
+        ``{field: expr}`` or a callable ``points -> {field: values}`` to compare with
+        instead; ``points``: other points. Fields defined up to a constant are compared
+        after removing the mean of the difference.
         """
-        ref = self._reference_fn(exact)
-        if points is None:
-            if self.problem is None:
-                raise ValueError("pass points= (this solution has no problem attached)")
-            from pinn.solve import evaluation_grid
-
-            points = evaluation_grid(self.problem).points
-        pts = np.asarray(points, dtype=np.float64)
-        want = {k: np.asarray(v, dtype=np.float64).reshape(-1) for k, v in ref(pts).items()}
+        if self.problem is None and (exact is None or points is None):
+            raise ValueError("pass exact= and points= (this solution has no problem attached)")
+        shift = tuple(self.up_to_constant)
+        if self.problem is not None:
+            shift += tuple(f for f in ev.up_to_constant(self.problem) if f not in shift)
+        if exact is None and points is None:
+            s = ev.score(self.problem, self.evaluate)
+            return {"rel_l2": s.rel_l2, "max_abs_error": s.max_abs_error}
+        pts = np.asarray(ev.evaluation_grid(self.problem).points if points is None else points,
+                         dtype=np.float64)
+        if exact is None:
+            t = ev.truth(self.problem, pts)
+            want = {} if t is None else t.values
+        else:
+            want = self._reference_fn(exact)(pts)
         got = self.evaluate(pts, [f for f in self.fields if f in want])
-        rel, mx = {}, {}
-        for f, u in got.items():
-            r = want[f]
-            diff = u - r
-            if f in self.up_to_constant:
-                diff = diff - np.mean(diff)
-            rel[f] = float(np.linalg.norm(diff) / max(np.linalg.norm(r), 1e-300))
-            mx[f] = float(np.max(np.abs(diff)))
-        return {"rel_l2": rel, "max_abs_error": mx}
+        return ev.field_errors(got, want, shift)
 
     def l2_error(self, exact: Mapping, *, t: float | None = None, relative: bool = False,
                  intorder: int | None = None) -> dict[str, float]:
@@ -288,6 +288,14 @@ class FEMSolution:
                 err /= max(float(np.sqrt(np.sum(ue**2 * basis.dx))), 1e-300)
             out[name] = err
         return out
+
+    def metrics(self) -> dict:
+        """What a FEM run records (``metrics.json`` of ``pinn fem``), besides its errors."""
+        info = self.info
+        return {"method": "FEM", "element": info.get("element"), "cells": self.n_cells,
+                "dofs": self.dofs, "dt": info.get("dt"), "theta": info.get("theta"),
+                "newton_iterations": info.get("newton_iterations"),
+                "solve_seconds": self.solve_seconds, "precision": 64}
 
     # -- persistence -------------------------------------------------------------
     def save(self, directory) -> Path:
@@ -332,3 +340,4 @@ def _jsonable(x):
     if isinstance(x, (str, int, float, bool)) or x is None:
         return x
     return str(x)
+

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pinn import evaluate as ev
+from pinn.io import write_json, write_text
 from pinn.report import plots
-from pinn.report.grid import evaluation_grid
-from pinn.report.io import write_json, write_text
-from pinn.report.metrics import truth_on, up_to_constant
-from pinn.report.run import _truth_name, load_grid
+from pinn.report.run import load_grid
 
 HEADER = ("method", "rel. L2", "max error", "wall time (s)", "peak memory (MB)",
           "dofs / params")
@@ -49,20 +48,29 @@ def comparison_rows(runs: Mapping[str, Path]) -> list[tuple[str, ...]]:
     return rows
 
 
-def _evaluate_saved(run, problem, points):
-    """Values of the solution saved in ``run`` (PINN or FEM) at ``points``, or None."""
+def _saved_predict(run, problem):
+    """``predict(points)`` of the solution saved in ``run`` (PINN or FEM), or None."""
     run = Path(run)
-    from pinn.report.run import evaluate_in_chunks
-
     if (run / "solution.pkl").exists():
-        from pinn.solve import Solution
+        from pinn.solution import Solution
 
-        return evaluate_in_chunks(Solution.load(run).evaluate, points)
+        return Solution.load(run).evaluate
     if (run / "fem.npz").exists():
         from pinn.fem import FEMSolution
 
-        return evaluate_in_chunks(FEMSolution.load(run, problem).evaluate, points)
+        return FEMSolution.load(run, problem).evaluate
     return None
+
+
+def _predictions(run, problem, grid: ev.EvaluationGrid) -> dict | None:
+    """The run's values on ``grid``: its saved grid if it is this one, else evaluated."""
+    gpath = Path(run) / "solution_grid.npz"
+    if gpath.exists():
+        pts, fields, meta = load_grid(gpath)
+        if tuple(meta["shape"]) == grid.shape and np.array_equal(pts, grid.points):
+            return fields
+    predict = _saved_predict(run, problem)
+    return None if predict is None else ev.predict_in_chunks(predict, grid.points)
 
 
 def markdown_table(header, rows) -> str:
@@ -71,7 +79,7 @@ def markdown_table(header, rows) -> str:
     return "\n".join(lines)
 
 
-def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=101,
+def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=None,
                      snapshots: int = 3) -> str:
     """Write ``compare.md``, ``compare.png``, ``compare.json`` and ``errors_<field>.png``."""
     out_dir = Path(out_dir)
@@ -79,35 +87,25 @@ def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=1
     table = markdown_table(HEADER, rows)
     plots.table_figure(HEADER, rows, out_dir / "compare.png",
                        title=f"{getattr(problem, 'name', '')}: PINN vs FEM")
-    grid = evaluation_grid(problem, resolution)
-    truth, kind = truth_on(problem, grid.inside)
+    grid = ev.evaluation_grid(problem, resolution)
+    truth = ev.truth(problem, grid.points)
+    shift = ev.up_to_constant(problem)
+    preds = {label: f for label, run in runs.items()
+             if (f := _predictions(run, problem, grid)) is not None}
     images = []
-    preds = {}
-    for label, run in runs.items():
-        gpath = Path(run) / "solution_grid.npz"
-        fields = None
-        if gpath.exists():
-            pts, fields, meta = load_grid(gpath)
-            if tuple(meta["shape"]) != grid.shape or len(pts) != len(grid.inside):
-                fields = None
-        if fields is None:  # another grid: evaluate the saved solution on this one
-            fields = _evaluate_saved(run, problem, grid.inside)
-        if fields is not None:
-            preds[label] = fields
-    shift = up_to_constant(problem)
-    if truth is not None and preds:
-        for name in truth:
-            errs = {}
-            for label, f in preds.items():
-                if name in f:
-                    d = f[name] - truth[name]
-                    errs[label] = grid.full(d - np.nanmean(d) if name in shift else d)
-            if errs:
-                fname = f"errors_{name}.png"
-                plots.error_maps_figure(grid, name, errs, out_dir / fname, snapshots=snapshots)
-                images.append((f"pointwise error of {name}", fname))
+    for name in (truth.values if truth is not None else {}):
+        errs = {}
+        for label, f in preds.items():
+            if name in f:
+                d = f[name] - truth.values[name]
+                errs[label] = grid.full(d - np.nanmean(d) if name in shift else d)
+        if errs:
+            fname = f"errors_{name}.png"
+            plots.error_maps_figure(grid, name, errs, out_dir / fname, snapshots=snapshots)
+            images.append((f"pointwise error of {name}", fname))
+    against = "truth" if truth is None else truth.label
     lines = [f"# {getattr(problem, 'name', 'problem')}: PINN vs FEM", "",
-             f"Errors against the {_truth_name(kind)} on the evaluation grid "
+             f"Errors against the {against} on the evaluation grid "
              f"({' x '.join(str(s) for s in grid.shape)}).", "", table, "",
              "![table](compare.png)", ""]
     for caption, fname in images:

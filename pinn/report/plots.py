@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from pinn.report.grid import Grid
+from pinn.evaluate import EvaluationGrid as Grid
 from pinn.report.io import save_figure
 
 

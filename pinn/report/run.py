@@ -1,44 +1,25 @@
-"""A run's report: errors on the evaluation grid, plots, ``metrics.json``, ``report.md``."""
+"""A run's folder of results: the solution on the evaluation grid, plots, ``metrics.json``,
+``report.md``; the same for a PINN and a FEM run."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from pinn.evaluate import EvaluationGrid, Score
+from pinn.io import clean_json, write_json, write_npz, write_text
 from pinn.report import plots
-from pinn.report.grid import Grid, evaluation_grid
-from pinn.report.io import write_json, write_npz, write_text
-from pinn.report.metrics import field_errors, truth_on, up_to_constant
-
-CHUNK = 65_536
+from pinn.report.metrics import versions
 
 
-def evaluate_in_chunks(evaluate: Callable, points: np.ndarray, chunk: int = CHUNK
-                       ) -> dict[str, np.ndarray]:
-    """``evaluate(points) -> {name: values}`` called on chunks of ``points``."""
-    out: dict[str, list] = {}
-    for i in range(0, max(len(points), 1), chunk):
-        part = evaluate(points[i:i + chunk])
-        for k, v in part.items():
-            out.setdefault(k, []).append(np.asarray(v, dtype=np.float64).reshape(-1))
-    return {k: np.concatenate(v) for k, v in out.items()}
-
-
-def grid_values(problem, evaluate: Callable, resolution) -> tuple[Grid, dict, dict | None, str]:
-    """The grid, the predictions and the truth at its inside points, and the truth's kind."""
-    grid = evaluation_grid(problem, resolution)
-    pts = grid.inside
-    pred = evaluate_in_chunks(evaluate, pts)
-    truth, kind = truth_on(problem, pts)
-    return grid, pred, truth, kind
-
-
-def save_grid(run_dir, grid: Grid, pred: Mapping[str, np.ndarray], name="solution_grid.npz"):
+def save_grid(run_dir, grid: EvaluationGrid, pred: Mapping[str, np.ndarray],
+              name="solution_grid.npz"):
     """The solution at the inside grid points (``points`` plus one array per field)."""
-    arrays = {"points": grid.inside, "names": np.asarray(grid.names),
+    arrays = {"points": grid.points, "names": np.asarray(grid.names),
               "shape": np.asarray(grid.shape), "mask": grid.mask}
     arrays.update({f"field_{k}": np.asarray(v) for k, v in pred.items()})
     return write_npz(Path(run_dir) / name, **arrays)
@@ -53,40 +34,39 @@ def load_grid(path) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
     return pts, fields, meta
 
 
-def write_run_report(run_dir: str | os.PathLike, problem, evaluate: Callable, *,
-                     metrics: dict, history: Sequence[Mapping] = (), resolution=101,
-                     snapshots: int = 4, method: str = "PINN", title: str | None = None,
-                     true_params: Mapping[str, float] | None = None,
-                     notes: Sequence[str] = ()) -> dict:
-    """Evaluate on the grid, add the errors to ``metrics``, write plots, ``metrics.json``
-    and ``report.md`` into ``run_dir``; return the metrics."""
+def true_params(problem) -> dict[str, float] | None:
+    """Values of the learnable parameters that the reference states (inverse problems:
+    Burgers' ``nu``), for the parameter plot."""
+    out = {p.name: float(v) for p in problem.learnable
+           if isinstance(v := getattr(problem.reference, p.name, None), (int, float))}
+    return out or None
+
+
+def write_run(run_dir: str | os.PathLike, problem, score: Score, metrics: Mapping, *,
+              history: Sequence[Mapping] = (), snapshots: int = 4, method: str = "PINN",
+              title: str | None = None, true_params: Mapping[str, float] | None = None,
+              notes: Sequence[str] = ()) -> dict:
+    """Write a run's results into ``run_dir``: ``solution_grid.npz``, plots,
+    ``history.jsonl``, ``metrics.json`` and ``report.md``. ``metrics`` already holds the
+    errors of ``score`` (nothing is recomputed); returns what ``metrics.json`` holds."""
     run_dir = Path(run_dir)
-    grid, pred, truth, kind = grid_values(problem, evaluate, resolution)
-    shift = up_to_constant(problem)
-    errs = field_errors(pred, truth, shift)
-    metrics = dict(metrics)
-    metrics["rel_l2"] = errs["rel_l2"]
-    metrics["max_abs_error"] = errs["max_abs_error"]
-    metrics["compared_with"] = kind
-    if shift:
-        metrics["up_to_constant"] = list(shift)
-    metrics["grid"] = {"names": list(grid.names), "shape": list(grid.shape),
-                       "points_inside": int(grid.mask.sum())}
-    save_grid(run_dir, grid, pred)
-    if truth is not None:
-        for f in shift:
-            if f in pred and f in truth:
-                pred = {**pred, f: pred[f] - np.mean(pred[f]) + np.nanmean(truth[f])}
-    images = write_plots(run_dir, grid, pred, truth, history, method=method, truth_label=kind,
+    metrics = {**metrics, **score.metrics(), "versions": versions()}
+    save_grid(run_dir, score.grid, score.pred)
+    if history:  # the whole history (a resumed run's too), one JSON object per row
+        write_text(run_dir / "history.jsonl",
+                   "".join(json.dumps(clean_json(r)) + "\n" for r in history))
+    truth = None if score.truth is None else score.truth.values
+    images = write_plots(run_dir, score.grid, score.aligned(), truth, history, method=method,
+                         truth_label=None if score.truth is None else score.truth.kind,
                          snapshots=snapshots, true_params=true_params)
     metrics["plots"] = [p for _, p in images]
     write_json(run_dir / "metrics.json", metrics)
-    write_markdown(run_dir, title or f"{getattr(problem, 'name', 'problem')}: {method} run",
+    write_markdown(run_dir, title or f"{getattr(problem, 'name', 'problem')}: {method}",
                    metrics, images, notes=notes)
     return metrics
 
 
-def write_plots(run_dir, grid: Grid, pred: Mapping[str, np.ndarray], truth, history=(), *,
+def write_plots(run_dir, grid: EvaluationGrid, pred: Mapping[str, np.ndarray], truth, history=(), *,
                 method="PINN", truth_label=None, snapshots=4, true_params=None
                 ) -> list[tuple[str, str]]:
     run_dir = Path(run_dir)

@@ -16,16 +16,47 @@ returns the next one. Both are pure and run inside the jitted training loop.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Fixed", "GradNorm", "Causal", "causal_weights", "causal_loss", "Weighting"]
+__all__ = ["Fixed", "GradNorm", "Causal", "causal_weights", "causal_loss", "Weighting",
+           "with_term_weights"]
 
 TermsFn = Callable[[Any, Any], Any]
+
+
+def _merge(given: Mapping[str, float] | None, terms: Mapping[str, float], who: str) -> dict:
+    """The conditions' ``weight:`` values, overridden by the weighting's own ``given``
+    (with a warning where both set a term to different values)."""
+    given = dict(given or {})
+    clash = {n: (float(terms[n]), float(v)) for n, v in given.items()
+             if n in terms and float(terms[n]) != 1.0 and float(terms[n]) != float(v)}
+    if clash:
+        pairs = ", ".join(f"{n}: {a:g} -> {b:g}" for n, (a, b) in sorted(clash.items()))
+        warnings.warn(f"{who}: its weights override the conditions' weight: ({pairs}); give "
+                      "each weight in one place", stacklevel=4)
+    return {**{n: float(v) for n, v in terms.items()}, **given}
+
+
+def with_term_weights(weighting: Any, terms: Mapping[str, float]) -> Any:
+    """``weighting`` starting from the loss terms' own weights (each condition's
+    ``weight:``); a weighting's explicit weights win. A weighting that cannot take them
+    (no ``with_term_weights`` method) is returned as is, with a warning if any weight is
+    not 1, since those weights would be silently lost."""
+    method = getattr(weighting, "with_term_weights", None)
+    if method is not None:
+        return method(terms)
+    ignored = {n: w for n, w in terms.items() if float(w) != 1.0}
+    if ignored:
+        warnings.warn(f"{type(weighting).__name__} has no with_term_weights(), so the terms' "
+                      f"own weights {ignored} are ignored; put them in the weighting",
+                      stacklevel=3)
+    return weighting
 
 
 def _terms_only(out: Any) -> dict:
@@ -53,6 +84,9 @@ class Fixed:
                     f"Fixed: the weight of {name!r} must be a number >= 0, got {value!r}."
                 )
         return {"weights": {n: jnp.asarray(given.get(n, 1.0), dtype) for n in names}}
+
+    def with_term_weights(self, terms: Mapping[str, float]) -> Fixed:
+        return Fixed(_merge(self.weights, terms, "Fixed"))
 
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
         del params, batch, terms_fn, step
@@ -95,6 +129,10 @@ class GradNorm:
 
     def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
         return Fixed(self.initial).init(names, dtype)
+
+    def with_term_weights(self, terms: Mapping[str, float]) -> GradNorm:
+        """Start from the terms' own weights (``initial`` wins where it names a term)."""
+        return replace(self, initial=_merge(self.initial, terms, "GradNorm"))
 
     def recompute(self, state: dict, params: Any, batch: Any, terms_fn: TermsFn) -> dict:
         """One moving-average update of the weights at ``params`` (no ``every`` check)."""
@@ -175,6 +213,9 @@ class Causal:
 
     def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
         return (self.base or Fixed()).init(names, dtype)
+
+    def with_term_weights(self, terms: Mapping[str, float]) -> Causal:
+        return replace(self, base=with_term_weights(self.base or Fixed(), terms))
 
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
         base = self.base or Fixed()

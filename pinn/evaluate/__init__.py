@@ -1,0 +1,21 @@
+"""One evaluation: one grid, one truth, one error rule, for every method.
+
+Every number a run reports (``Solution.metrics``, ``metrics.json``, ``report.md``,
+``pinn compare``, the benchmarks) comes from :func:`score`: the solution evaluated on
+:func:`evaluation_grid`, compared with :func:`truth` (the exact solution or the problem's
+reference) by :func:`field_errors`, fields defined up to a constant compared after
+removing their mean (:func:`up_to_constant`).
+"""
+
+from pinn.evaluate.errors import Score, field_errors, predict_in_chunks, score, up_to_constant
+from pinn.evaluate.grid import (
+    EvaluationGrid,
+    default_resolution,
+    evaluation_grid,
+    evaluation_points,
+)
+from pinn.evaluate.truth import Truth, exact_values, has_truth, truth
+
+__all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
+           "Truth", "truth", "exact_values", "has_truth", "Score", "score", "field_errors",
+           "up_to_constant", "predict_in_chunks"]

@@ -1,0 +1,97 @@
+"""The one evaluation grid: where every error and every plot of a run is computed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution"]
+
+#: Nodes per space axis by space dimension when no resolution is given.
+_SPACE_NODES = {1: 201, 2: 101, 3: 41}
+
+
+@dataclass(frozen=True)
+class EvaluationGrid:
+    """A regular grid over the domain's bounding box (and time), masked to the domain.
+
+    ``axes[i]`` are the values of coordinate ``names[i]`` (space axes, then time);
+    ``nodes[M, d]`` every node (C order, the last coordinate fastest); ``mask[M]`` which
+    nodes lie in the closed domain; ``points`` the inside nodes, where errors are taken.
+    """
+
+    names: tuple[str, ...]
+    axes: tuple[np.ndarray, ...]
+    nodes: np.ndarray
+    mask: np.ndarray
+    space_dim: int
+    has_time: bool
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a) for a in self.axes)
+
+    @property
+    def points(self) -> np.ndarray:
+        """The nodes inside the domain, ``[N, d]``."""
+        return self.nodes[self.mask]
+
+    inside = points  # the name the plots use
+
+    def full(self, values_inside: np.ndarray) -> np.ndarray:
+        """Values at :attr:`points` -> an array of :attr:`shape` with NaN outside."""
+        out = np.full(self.nodes.shape[0], np.nan)
+        out[self.mask] = np.asarray(values_inside, dtype=np.float64).reshape(-1)
+        return out.reshape(self.shape)
+
+
+def default_resolution(space_dim: int, has_time: bool, n: int | None = None) -> list[int]:
+    """Nodes per axis. Without ``n``: 201 (1-D), 101 (2-D), 41 (3-D), 21 beyond, and in time
+    101 for 1-D (an x-t map) or 11 snapshots otherwise. With ``n``: ``n`` per space axis
+    (at most 201 in 2-D and 41 in 3-D) and ``n`` in time for 1-D."""
+    if n is None:
+        res = [_SPACE_NODES.get(space_dim, 21)] * space_dim
+        n_time = 101 if space_dim == 1 else 11
+    else:
+        cap = {2: 201}.get(space_dim, 41 if space_dim >= 3 else n)
+        res = [min(n, cap)] * space_dim
+        n_time = n if space_dim == 1 else 11
+    return res + ([n_time] if has_time else [])
+
+
+def evaluation_grid(problem, resolution: int | Sequence[int] | None = None) -> EvaluationGrid:
+    """The evaluation grid of ``problem``: ``resolution`` nodes per axis (one number, or
+    one per coordinate; ``None``: :func:`default_resolution`). Boundary nodes count as
+    inside (within 1e-9 of the domain's size)."""
+    space = problem.space
+    lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in space.bounds)
+    dim, has_time = len(lo), problem.time is not None
+    names = tuple(c.name for c in problem.coords)
+    if resolution is None or isinstance(resolution, int):
+        res = default_resolution(dim, has_time, resolution)
+    else:
+        res = [int(r) for r in resolution]
+        if len(res) != len(names):
+            raise ValueError(
+                f"evaluation.resolution has {len(res)} numbers for {len(names)} coordinates "
+                f"({', '.join(names)}); give one number per coordinate or a single number")
+    axes = [np.linspace(lo[i], hi[i], res[i]) for i in range(dim)]
+    if has_time:
+        axes.append(np.linspace(problem.time.t0, problem.time.t1, res[-1]))
+    mesh = np.meshgrid(*axes, indexing="ij")
+    nodes = np.stack([m.reshape(-1) for m in mesh], axis=1)
+    tol = 1e-9 * float(np.max(hi - lo))
+    mask = np.asarray(space.contains(nodes[:, :dim], tol=tol), dtype=bool)
+    return EvaluationGrid(names, tuple(axes), nodes, mask, dim, has_time)
+
+
+def evaluation_points(problem, max_points: int | None = 30_000, seed: int = 0) -> np.ndarray:
+    """The points of :func:`evaluation_grid`, or a fixed random subset of ``max_points`` of
+    them (``seed``): the errors in a training history estimate the final error on the same
+    points every time."""
+    pts = evaluation_grid(problem).points
+    if max_points is not None and len(pts) > max_points:
+        pts = pts[np.random.default_rng(seed).choice(len(pts), max_points, replace=False)]
+    return pts

@@ -1,0 +1,53 @@
+"""The truth a solution is scored against: the exact solution, or the problem's reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pinn.dsl.calculus import expand
+from pinn.dsl.evaluate import evaluate
+
+__all__ = ["Truth", "truth", "exact_values", "has_truth"]
+
+
+@dataclass(frozen=True)
+class Truth:
+    """``values[field] -> [N]`` (float64) at the points asked for; ``kind`` is ``"exact"``
+    (a closed form of the problem) or ``"reference"`` (``problem.reference``)."""
+
+    values: dict[str, np.ndarray]
+    kind: str
+
+    @property
+    def label(self) -> str:
+        return {"exact": "exact solution", "reference": "reference solution"}[self.kind]
+
+
+def has_truth(problem) -> bool:
+    return bool(problem.exact) or problem.reference is not None
+
+
+def exact_values(problem, points: np.ndarray) -> dict[str, np.ndarray]:
+    """The problem's closed-form solution at ``points[N, d]``, in NumPy float64."""
+    pts = np.asarray(points, dtype=np.float64)
+    env = {c: pts[:, i] for i, c in enumerate(problem.coords)}
+    out = {}
+    for f, ex in problem.exact.items():
+        ex = expand(ex, tuple(problem.spatial), tuple(problem.coords))
+        out[f.name] = np.broadcast_to(np.asarray(evaluate(ex, env, xp=np), np.float64),
+                                      (len(pts),)).copy()
+    return out
+
+
+def truth(problem, points: np.ndarray) -> Truth | None:
+    """The exact solution (preferred) or the reference at ``points``; ``None`` without
+    either."""
+    if problem.exact:
+        return Truth(exact_values(problem, points), "exact")
+    if problem.reference is not None:
+        ref = problem.reference(np.asarray(points, dtype=np.float64))
+        return Truth({k: np.asarray(v, dtype=np.float64).reshape(-1) for k, v in ref.items()},
+                     "reference")
+    return None

@@ -1,0 +1,118 @@
+"""What ``pinn validate`` and ``pinn info`` report, as data and as lines of text."""
+
+from __future__ import annotations
+
+import os
+
+from pinn.report.metrics import machine, versions
+
+__all__ = ["problem_summary", "summary_lines", "check_lines", "environment",
+           "environment_lines"]
+
+
+def problem_summary(built) -> dict:
+    """What ``pinn validate`` reports of a loaded problem file (JSON-ready)."""
+    p = built.problem
+    spec = built.spec
+    conds = {}
+    for name, c in p.conditions.items():
+        on = getattr(c, "on", None)
+        conds[name] = {"type": c.kind,
+                       **({"on": on if isinstance(on, (str, tuple)) else str(on)}
+                          if on is not None else {})}
+    return {
+        "name": built.name,
+        "coords": [c.name for c in p.coords],
+        "fields": list(p.field_names),
+        "params": {k: {"value": v.value, "learnable": v.learnable}
+                   for k, v in built.params.items()},
+        "domain": repr(p.domain),
+        "equations": {k: f"{v} = 0" for k, v in p.equations.items()},
+        "conditions": conds,
+        "exact": {f.name: str(v) for f, v in p.exact.items()},
+        "reference": None if p.reference is None else repr(p.reference),
+        "model": spec.model.kind,
+        "steps": sum(s.steps for s in spec.training.stages),
+        "precision": spec.training.precision,
+    }
+
+
+def summary_lines(file, s: dict) -> list[str]:
+    """The summary as ``pinn validate`` prints it."""
+    out = []
+    _out = out.append
+    _out(f"{file}: valid")
+    _out(f"  problem     {s['name']}: coords {', '.join(s['coords'])}; fields "
+         f"{', '.join(s['fields'])}")
+    if s["params"]:
+        _out("  params      " + ", ".join(
+            f"{k} = {v['value']:.6g}" + (" (learnable)" if v["learnable"] else "")
+            for k, v in s["params"].items()))
+    _out(f"  domain      {s['domain']}")
+    for k, v in s["equations"].items():
+        _out(f"  equation    {k}: {v}")
+    for k, v in s["conditions"].items():
+        _out(f"  condition   {k}: {v['type']}" + (f" on {v['on']}" if "on" in v else ""))
+    if s["exact"]:
+        for k, v in s["exact"].items():
+            _out(f"  exact       {k} = {v}")
+    if s["reference"]:
+        _out(f"  reference   {s['reference']}")
+    _out(f"  training    {s['model']}, {s['steps']} steps, float{s['precision']}")
+    return out
+
+
+def validation(built, file, check: bool = True) -> dict:
+    """``pinn validate``'s result: the summary and, with an exact solution and ``check``,
+    the manufactured-solution check (``ok`` is False when a residual is too large)."""
+    checks = []
+    if check and built.problem.exact:
+        from pinn.report.manufactured import check as mms
+
+        checks = mms(built.problem)
+    return {"ok": all(c.ok for c in checks), "file": str(file), **problem_summary(built),
+            "manufactured": [c.as_dict() for c in checks], "checks": checks}
+
+
+def validation_lines(file, result: dict, asked: bool, problem) -> list[str]:
+    return summary_lines(file, result) + check_lines(result["checks"], asked, problem)
+
+
+def check_lines(checks, asked: bool, problem) -> list[str]:
+    """The manufactured-solution check's table (or why it was skipped)."""
+    if not checks:
+        return (["no exact solution: manufactured-solution check skipped"]
+                if asked and not problem.exact else [])
+    out = ["manufactured-solution check (float64, largest |residual| on the exact solution):"]
+    for c in checks:
+        flag = "ok" if c.ok else ("--" if c.kind == "data" else "FAIL")
+        note = f"  ({c.note})" if c.note else ""
+        out.append(f"  {flag:4} {c.name:<16} {c.kind:<10} {c.max_residual:10.3e}   "
+                   f"(terms up to {c.scale:.3g}){note}")
+    return out
+
+
+def environment() -> dict:
+    """Versions, devices, the default precision and the machine (``pinn info``)."""
+    import jax
+    import jax.numpy as jnp
+
+    return {
+        "versions": versions(),
+        "devices": [f"{d.platform}:{d.id} ({getattr(d, 'device_kind', '')})"
+                    for d in jax.devices()],
+        "default_backend": jax.default_backend(),
+        "precision": "float64" if jnp.zeros(()).dtype == jnp.float64 else
+        "float32 (float64 per run: --precision 64)",
+        "machine": machine(),
+        "malloc_tuned": os.environ.get("PINN_MALLOC", "0").lower() in ("1", "on", "true", "yes"),
+    }
+
+
+def environment_lines(d: dict) -> list[str]:
+    out = [f"{k:<18} {v or '-'}" for k, v in d["versions"].items()]
+    out += [f"{'devices':<18} {', '.join(d['devices'])}",
+            f"{'precision':<18} {d['precision']}",
+            f"{'machine':<18} {d['machine']['cpu']}, {d['machine']['cores']} cores",
+            f"{'malloc tuning':<18} {'on' if d['malloc_tuned'] else 'off'} (PINN_MALLOC)"]
+    return out

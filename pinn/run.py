@@ -1,0 +1,174 @@
+"""The one seam between setting up and running: ``pinn.setup(...) -> Run``, ``Run.train()``.
+
+The CLI, the notebooks, the benchmarks and ``pinn sweep`` all go through :func:`setup`, so
+nothing re-types the set-up (network, loss assembly, weights, PRNG keys, evaluation). A run
+with an ``out_dir`` owns that folder: history and checkpoints while it trains, then the
+solution, ``metrics.json``, plots and ``report.md`` (:meth:`Solution.save`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pinn import evaluate as ev
+from pinn.report.metrics import peak_memory_mb
+from pinn.solution import Solution, build_network
+from pinn.train import Fixed, run
+from pinn.train.loss import Assembly, assemble
+from pinn.train.weighting import Causal, with_term_weights
+from pinn.training import Training, precision_scope
+
+__all__ = ["setup", "Run", "solve"]
+
+
+def _count(tree) -> int:
+    return int(sum(getattr(x, "size", 1) for x in jax.tree.leaves(tree)))
+
+
+@dataclass
+class Run:
+    """A PINN run, set up and ready to :meth:`train`.
+
+    Everything the training loop gets is here, so a benchmark or a notebook can look at
+    (or time) the pieces: ``assembly`` (the loss terms, sampler and network apply),
+    ``params`` (``{"net": ..., "pde": ...}``), ``weighting`` (with each condition's
+    weight), ``key`` (the sampling key) and ``evaluate`` (errors during training).
+    """
+
+    problem: Any
+    model: Any
+    training: Training
+    precision: int
+    assembly: Assembly
+    params: dict
+    weighting: Any
+    key: jax.Array
+    evaluate: Callable | None
+    out_dir: Path | None = None
+    resume: bool = False
+    progress: bool = True
+    resolution: Any = None
+    snapshots: int = 4
+    observers: Sequence[Any] = ()
+    metrics: dict = field(default_factory=dict)
+
+    def loop_arguments(self) -> dict:
+        """The keyword arguments of :func:`pinn.train.run` for this run."""
+        t = self.training
+        return dict(stages=t.stages, sample_fn=self.assembly.sample_fn, key=self.key,
+                    weighting=self.weighting, resample_every=t.points.resample_every or None,
+                    chunk=t.chunk, out_dir=self.out_dir, checkpoint_every=t.checkpoint_every,
+                    resume=self.resume, evaluate=self.evaluate, eval_every=t.eval_every,
+                    progress=self.progress,
+                    **({"observers": list(self.observers)} if self.observers else {}))
+
+    def train(self, **loop_overrides) -> Solution:
+        """Train, score on the evaluation grid, and (with ``out_dir``) save the run folder.
+
+        ``loop_overrides`` go to :func:`pinn.train.run` (e.g. ``on_chunk=``,
+        ``handle_signals=False``). Raises what the loop raises (``Interrupted`` after a
+        checkpoint, ``TrainingDiverged``)."""
+        t0 = time.perf_counter()
+        with precision_scope(self.precision):
+            result = run(self.assembly.terms_fn, self.params,
+                         **{**self.loop_arguments(), **loop_overrides})
+            wall = time.perf_counter() - t0
+            sol = Solution(self.problem, self.model, result.params, seed=self.training.seed,
+                           precision=self.precision, history=list(result.history),
+                           training=self.training, resolution=self.resolution)
+            sol._apply = self.assembly.apply
+            sol.metrics = {
+                "problem": self.problem.name, "method": "PINN",
+                "steps": self.training.steps, "steps_done": int(result.step),
+                "train_seconds": float(result.train_seconds),
+                "compile_seconds": float(result.compile_seconds),
+                "wall_seconds": float(wall), "precision": self.precision,
+                "seed": self.training.seed, "n_params": _count(result.params["net"]),
+                "loss": {k: float(v) for k, v in result.final_terms.items()},
+                "params": sol.learned_params(), "rollbacks": len(result.rollbacks),
+                "stages": result.stages, "peak_memory_mb": peak_memory_mb(),
+                **self.metrics,
+            }
+            if ev.has_truth(self.problem):
+                sol.metrics.update(sol.score().metrics())
+        if self.out_dir is not None:
+            sol.save(self.out_dir, snapshots=self.snapshots)
+        return sol
+
+
+def _weighting(training: Training, asm: Assembly):
+    weighting = training.weighting if training.weighting is not None else Fixed()
+    return with_term_weights(weighting, {k: float(v) for k, v in asm.weights.items()})
+
+
+def _evaluator(problem, apply, dtype) -> Callable | None:
+    """``evaluate(params) -> {rel_l2_<field>: v}`` on a fixed subset of the evaluation grid
+    (the training history's error column)."""
+    if not ev.has_truth(problem):
+        return None
+    pts = ev.evaluation_points(problem)
+    ref = ev.truth(problem, pts).values
+    shift = ev.up_to_constant(problem)
+    apply_j = jax.jit(apply)
+    x = jnp.asarray(pts, dtype)
+
+    def evaluate(p):
+        out = np.asarray(apply_j(p["net"], x))
+        pred = {f: out[:, i] for i, f in enumerate(problem.field_names)}
+        errs = ev.field_errors(pred, ref, shift)["rel_l2"]
+        return {f"rel_l2_{k}": v for k, v in errs.items()}
+
+    return evaluate
+
+
+def setup(problem, model=None, training: Training | None = None, *, precision: int = 32,
+          out_dir: str | os.PathLike | None = None, resume: bool = False,
+          progress: bool = True, resolution=None, snapshots: int = 4,
+          observers: Sequence[Any] = (), metrics: dict | None = None) -> Run:
+    """Set up a PINN run of ``problem``: the network, the loss, the weights, the keys.
+
+    ``model``: a network spec (default ``pinn.MLP(width=64, depth=4)``);
+    ``training``: a :class:`Training` (default: Adam then L-BFGS);
+    ``precision``: 32 or 64 (float64 for this run only);
+    ``out_dir``: the run folder (history, checkpoints, then solution, metrics, plots,
+    report; None: nothing is written); ``resume``: continue from its last checkpoint;
+    ``resolution``: the evaluation grid's nodes per axis (None: the default grid);
+    ``snapshots``: time snapshots in the plots of an evolution problem;
+    ``observers``: extra training observers (:mod:`pinn.train.observers`);
+    ``metrics``: entries added to the run's metrics (e.g. the problem file).
+    """
+    from pinn.nets import MLP
+
+    model = model if model is not None else MLP(width=64, depth=4)
+    training = training if training is not None else Training()
+    if resume and out_dir is None:
+        raise ValueError("resume=True needs out_dir, the folder holding the checkpoints")
+    with precision_scope(precision):
+        dtype = jnp.zeros(()).dtype
+        apply, net_params = build_network(problem, model, training.seed)
+        causal = training.weighting if isinstance(training.weighting, Causal) else None
+        asm = assemble(problem, apply, training.points, causal=causal)
+        params = {"net": net_params,
+                  "pde": {p.name: jnp.asarray(p.value, dtype) for p in problem.learnable}}
+        return Run(problem, model, training, precision, asm, params, _weighting(training, asm),
+                   key=jax.random.fold_in(jax.random.PRNGKey(training.seed), 2),
+                   evaluate=_evaluator(problem, asm.apply, dtype),
+                   out_dir=None if out_dir is None else Path(out_dir), resume=resume,
+                   progress=progress, resolution=resolution, snapshots=snapshots,
+                   observers=tuple(observers),
+                   metrics=dict(metrics or {}))
+
+
+def solve(problem, model=None, training: Training | None = None, **options) -> Solution:
+    """Train a PINN on ``problem`` and return the :class:`Solution`:
+    ``setup(problem, model, training, **options).train()`` (see :func:`setup`)."""
+    return setup(problem, model, training, **options).train()

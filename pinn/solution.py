@@ -1,0 +1,213 @@
+"""A trained PINN: evaluate fields and expressions anywhere, score it, save it."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pinn import evaluate as ev
+from pinn.dsl import expr as E
+from pinn.io import write_bytes
+from pinn.training import Training, precision_scope
+
+__all__ = ["Solution", "build_network", "namespace_of"]
+
+
+def _domain_bounds(problem):
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in problem.space.bounds)
+    if problem.is_evolution:
+        lo = np.append(lo, problem.time.t0)
+        hi = np.append(hi, problem.time.t1)
+    return lo, hi
+
+
+def build_network(problem, model, seed: int):
+    """Build ``model`` for ``problem``; returns ``(apply, net_params)``."""
+    from pinn.nets import split
+    from pinn.train.loss import periodic_embedding
+
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
+    module = model.build(len(problem.coords), len(problem.fields), key=key,
+                         bounds=_domain_bounds(problem),
+                         periodic=periodic_embedding(problem) or None)
+    return split(module)
+
+
+def namespace_of(problem) -> dict[str, E.Expr]:
+    """The names a string expression about ``problem`` may use."""
+    ns: dict[str, E.Expr] = {c.name: c for c in problem.coords}
+    ns.update({f.name: f for f in problem.fields})
+    ns.update({p.name: p for p in problem.params})
+    return ns
+
+
+def _chunks(a: np.ndarray, size: int):
+    for i in range(0, max(len(a), 1), size):
+        yield a[i:i + size]
+
+
+class Solution:
+    """A trained PINN: evaluate fields and derivative expressions, errors, save/load.
+
+    ``metrics`` holds what the run measured (steps, times, the errors of :meth:`score` on
+    the evaluation grid); it is what ``metrics.json`` holds when the solution is saved.
+    """
+
+    def __init__(self, problem, model, params, *, seed: int = 0, precision: int = 32,
+                 history: list | None = None, metrics: dict | None = None,
+                 training: Training | None = None, resolution=None):
+        self.problem = problem
+        self.model = model
+        self.params = params
+        self.seed = seed
+        self.precision = precision
+        self.history = list(history or [])
+        self.metrics = dict(metrics or {})
+        self.training = training
+        self.resolution = resolution
+        self._apply = None
+        self._compiled: dict = {}
+        self._scores: dict = {}
+
+    # -- the network ----------------------------------------------------------
+    @property
+    def apply(self):
+        """``apply(net_params, x[N, d]) -> [N, n_fields]`` with hard constraints."""
+        if self._apply is None:
+            from pinn.train.loss import _hard_transforms
+
+            with precision_scope(self.precision):
+                raw, _ = build_network(self.problem, self.model, self.seed)
+                self._apply = _hard_transforms(self.problem, raw, self.problem.space.dim)
+        return self._apply
+
+    def _as_points(self, points) -> np.ndarray:
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim == 1 and len(self.problem.coords) == 1:
+            pts = pts[:, None]
+        if pts.ndim != 2 or pts.shape[1] != len(self.problem.coords):
+            raise ValueError(
+                f"points must be an array [N, {len(self.problem.coords)}] with columns "
+                f"{', '.join(c.name for c in self.problem.coords)}; got shape {pts.shape}")
+        return pts
+
+    def __call__(self, points) -> np.ndarray:
+        """Field values ``[N, n_fields]`` at ``points[N, d]``."""
+        pts = self._as_points(points)
+        with precision_scope(self.precision):
+            fn = self._compiled.get("__apply__")
+            if fn is None:
+                fn = self._compiled["__apply__"] = jax.jit(self.apply)
+            outs = [np.asarray(fn(self.params["net"], jnp.asarray(c)))
+                    for c in _chunks(pts, 65536)]
+        return np.concatenate(outs, axis=0)
+
+    def evaluate(self, points, exprs: Mapping[str, E.Expr | str] | Sequence | None = None
+                 ) -> dict[str, np.ndarray]:
+        """Values at ``points``: every field (default), or any expressions of the fields.
+
+        ``exprs`` maps names to expressions (or strings in the PDE language), e.g.
+        ``{"u_x": D(u, x), "residual": "u_t - alpha*laplacian(u)"}``.
+        """
+        pts = self._as_points(points)
+        if exprs is None:
+            vals = self(pts)
+            return {f: vals[:, i] for i, f in enumerate(self.problem.field_names)}
+        if not isinstance(exprs, Mapping):
+            exprs = {str(e): e for e in exprs}
+        parsed = {k: self._parse(v) for k, v in exprs.items()}
+        key = tuple(sorted((k, str(v)) for k, v in parsed.items()))
+        with precision_scope(self.precision):
+            fn = self._compiled.get(key)
+            if fn is None:
+                from pinn.compile import compile_terms
+
+                fn = jax.jit(compile_terms(parsed, coords=self.problem.coords,
+                                           fields=self.problem.fields, apply=self.apply,
+                                           spatial=self.problem.spatial))
+                self._compiled[key] = fn
+            parts = [fn(self.params, jnp.asarray(c)) for c in _chunks(pts, 16384)]
+        return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parsed}
+
+    def _parse(self, e) -> E.Expr:
+        if isinstance(e, E.Expr):
+            return e
+        from pinn.dsl import parse
+
+        return parse(str(e), namespace_of(self.problem))
+
+    def learned_params(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.params.get("pde", {}).items()}
+
+    # -- errors ------------------------------------------------------------------
+    def score(self, resolution=None) -> ev.Score:
+        """This solution on the evaluation grid against the truth (:func:`pinn.evaluate.score`;
+        ``resolution`` default: the run's). The same numbers as ``metrics``."""
+        resolution = self.resolution if resolution is None else resolution
+        key = repr(resolution)
+        if key not in self._scores:
+            self._scores[key] = ev.score(self.problem, self.evaluate, resolution=resolution)
+        return self._scores[key]
+
+    def rescore(self, resolution=None) -> dict:
+        """Score on another evaluation grid and make it the run's: ``metrics`` then hold
+        its errors (what ``pinn plot --resolution`` does before saving)."""
+        self.resolution = resolution
+        self.metrics.update(self.score().metrics())
+        return self.metrics
+
+    def errors(self, points=None) -> dict[str, dict[str, float]]:
+        """Relative L2 and max abs errors per field against the exact solution or reference:
+        on the evaluation grid (default, as :meth:`score`), or at ``points``."""
+        if points is None:
+            s = self.score()
+            return {"rel_l2": s.rel_l2, "max_abs_error": s.max_abs_error}
+        pts = self._as_points(points)
+        truth = ev.truth(self.problem, pts)
+        if truth is None:
+            return {"rel_l2": {}, "max_abs_error": {}}
+        return ev.field_errors(self.evaluate(pts), truth.values, ev.up_to_constant(self.problem))
+
+    # -- persistence ----------------------------------------------------------------
+    def save(self, directory, *, report: bool = True, snapshots: int = 4) -> Path:
+        """Write the run folder's solution into ``directory``: ``solution.pkl``, and with
+        ``report`` the errors, plots, ``metrics.json``, ``history.jsonl`` and
+        ``report.md`` (:func:`pinn.report.write_run`); returns the folder."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        blob = pickle.dumps({
+            "problem": self.problem, "model": self.model,
+            "params": jax.device_get(self.params), "seed": self.seed,
+            "precision": self.precision, "history": self.history, "metrics": self.metrics,
+            "training": self.training, "resolution": self.resolution, "version": 2,
+        })
+        write_bytes(d / "solution.pkl", blob)
+        if report:
+            from pinn.report import true_params, write_run
+
+            write_run(d, self.problem, self.score(), self.metrics, history=self.history,
+                      method="PINN", snapshots=snapshots,
+                      true_params=true_params(self.problem))
+        return d
+
+    @classmethod
+    def load(cls, directory) -> Solution:
+        """Load a solution saved by :meth:`save` (only load files you trust: pickle)."""
+        p = Path(directory)
+        p = p / "solution.pkl" if p.is_dir() else p
+        if not p.exists():
+            raise FileNotFoundError(f"no saved solution at {p}; run `pinn solve` first")
+        with open(p, "rb") as fh:
+            d = pickle.load(fh)
+        return cls(d["problem"], d["model"], d["params"], seed=d["seed"],
+                   precision=d["precision"], history=d["history"], metrics=d["metrics"],
+                   training=d.get("training"), resolution=d.get("resolution"))
+
+    def __repr__(self) -> str:
+        err = self.metrics.get("rel_l2")
+        return f"Solution({self.problem.name!r}, steps={self.metrics.get('steps')}, rel_l2={err})"

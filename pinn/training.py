@@ -1,0 +1,65 @@
+"""How to train: the :class:`Training` settings, and the float precision of a run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pinn.train.loss import Points
+
+__all__ = ["Training", "precision_scope", "DEFAULT_CHUNK"]
+
+#: Steps per jitted call unless ``Training.chunk`` says otherwise.
+DEFAULT_CHUNK = 500
+
+
+def _default_stages():
+    from pinn.train import LBFGS, Adam, Stage
+
+    return (Stage(Adam(lr=1e-3, decay="exponential", decay_rate=0.9, decay_steps=1000), 5000),
+            Stage(LBFGS(), 500))
+
+
+@dataclass(frozen=True)
+class Training:
+    """How to train: optimiser stages, collocation points, weighting, seed.
+
+    ``chunk``: steps per jitted call (the host sees only chunk boundaries);
+    ``eval_every``: steps between evaluations against the exact solution or reference
+    (None: at the end of each stage); ``checkpoint_every``: steps between checkpoints when
+    the run has an output folder.
+    """
+
+    stages: Sequence[Any] = field(default_factory=_default_stages)
+    points: Points = field(default_factory=Points)
+    weighting: Any = None
+    seed: int = 0
+    chunk: int = DEFAULT_CHUNK
+    eval_every: int | None = None
+    checkpoint_every: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "stages", tuple(self.stages))
+        if not self.stages:
+            raise ValueError("Training needs at least one stage, e.g. Stage(Adam(1e-3), 5000)")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"Training.seed must be an integer, got {self.seed!r}")
+        if self.chunk is None:
+            object.__setattr__(self, "chunk", DEFAULT_CHUNK)
+
+    @property
+    def steps(self) -> int:
+        return int(sum(s.steps for s in self.stages))
+
+
+@contextlib.contextmanager
+def precision_scope(precision: int):
+    """Run a block in float32 (default) or float64; never changes the global default."""
+    import jax
+
+    if precision not in (32, 64):
+        raise ValueError(f"precision must be 32 or 64, got {precision!r}")
+    with jax.enable_x64(precision == 64):
+        yield
