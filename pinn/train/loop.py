@@ -22,7 +22,7 @@ import numpy as np
 
 from . import observers as _obs
 from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_header
-from .core import STATUS_NAMES, Core
+from .core import STATUS_NAMES, Core, warn
 from .history import as_float, float_or_none, history_row
 from .optim import Stage
 from .result import Interrupted, TrainingDiverged, TrainResult
@@ -40,7 +40,7 @@ class _Loop:
         self.core, self.observers, self.chunk = core, list(observers), chunk
         self.cuts = [o.every for o in self.observers if getattr(o, "every", None)]
         self.info = _obs.RunInfo(core.stages, core.starts, core.ends, core.names,
-                            core.pde_scale.physical)
+                                 core.pde_scale.physical)
         self.state: Any = None
         self.step = self.stage = 0
         self.last_report: dict | None = None
@@ -62,7 +62,7 @@ class _Loop:
             self._stages()
             self._emit("end")
         except BaseException:
-            _close(started, self._result())
+            _close(started, self._result(), failing=True)
             raise
         result = self._result()
         _close(started, result)
@@ -187,7 +187,8 @@ class _Loop:
         if event.lr_factor is None:
             raise TrainingDiverged(
                 f"the loss was non-finite in steps {self.step}..{until} and no observer rolled "
-                "back (pass max_retries >= 1 to run, or add pinn.train.NanGuard()).",
+                "back; add pinn.train.NanGuard() to the observers to retry with a lower "
+                "learning rate.",
                 step=self.step, stage=self.stage, failures=self.info.rollbacks,
                 params=self.info.physical(self.state["params"]), history=self.info.rows,
             )
@@ -216,15 +217,19 @@ class _Loop:
         )
 
 
-def _close(observers: Sequence[Any], result: TrainResult) -> None:
-    """``close(result)`` on every observer, even when one raises (the first error wins)."""
+def _close(observers: Sequence[Any], result: TrainResult, failing: bool = False) -> None:
+    """``close(result)`` on every observer, even when one raises: the first error is raised,
+    or, while the run is already ``failing``, only warned about (the run's error wins)."""
     errors = []
     for obs in observers:
         try:
             obs.close(result)
         except Exception as err:  # noqa: PERF203 - each observer must get its close
             errors.append(err)
-    if errors:
+    if errors and failing:
+        warn(f"run: an observer failed to close after the run failed: {errors[0]!r}",
+             RuntimeWarning)
+    elif errors:
         raise errors[0]
 
 
