@@ -241,33 +241,9 @@ def heat_problem():
 PROBLEMS = {"burgers": burgers_problem, "heat2d": heat_problem}
 
 
-def pinn_setup(problem, model, training):
-    """What ``pinn.solve`` does before it calls the training loop, for a Fixed weighting.
-
-    Returns ``(assembly, params, weighting)``.  The benchmarks need the loop's
-    ``on_chunk`` hook, which ``pinn.solve`` does not expose; everything else is
-    the same code path (``build_network``, ``assemble``, ``pinn.train.run``).
-    """
-    import jax.numpy as jnp
-
-    from pinn.solve import build_network
-    from pinn.train import Fixed
-    from pinn.train.loss import assemble
-
-    apply, net_params = build_network(problem, model, training.seed)
-    asm = assemble(problem, apply, training.points)
-    dtype = jnp.zeros(()).dtype
-    params = {"net": net_params,
-              "pde": {p.name: jnp.asarray(p.value, dtype) for p in problem.learnable}}
-    weighting = training.weighting
-    if weighting is None or (isinstance(weighting, Fixed) and weighting.weights is None):
-        weighting = Fixed({k: float(v) for k, v in asm.weights.items()})
-    return asm, params, weighting
-
-
 def eval_points(problem):
-    """The points and reference values ``pinn.solve`` evaluates on during training."""
-    from pinn.solve import evaluation_points, reference_values
+    """The points and truth ``pinn`` evaluates on during training (``pinn.evaluate``)."""
+    from pinn import evaluate as ev
 
-    pts = evaluation_points(problem)
-    return pts, reference_values(problem, pts)
+    pts = ev.evaluation_points(problem)
+    return pts, ev.truth(problem, pts).values

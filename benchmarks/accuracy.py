@@ -156,7 +156,6 @@ def run_entry(entry: Entry, mode: str) -> dict:
     """Train the PINN, solve with FEM; errors on the same points. Never raises."""
     import pinn
     import pinn.config
-    from pinn.solve import evaluation_points
 
     out: dict = {"key": entry.key, "title": entry.title, "file": f"problems/{entry.file}",
                  "mode": mode, "date": C.machine()["date"], "load_start": C.load_average()}
@@ -180,12 +179,10 @@ def run_entry(entry: Entry, mode: str) -> dict:
             sol = pinn.solve(problem, model, training, precision=built.precision,
                              progress=False)
         out["pinn_wall_seconds"] = time.perf_counter() - t0
-        pts = evaluation_points(problem, 60000)
-        out["n_eval_points"] = int(len(pts))
-        m = sol.metrics
-        errs = sol.errors(pts) if (problem.exact or problem.reference is not None) else {}
+        m = sol.metrics  # pinn.evaluate.score on the evaluation grid: metrics.json's numbers
+        out["n_eval_points"] = (m.get("grid") or {}).get("points_inside")
         out["pinn"] = {
-            "rel_l2": errs.get("rel_l2", {}), "max_abs_error": errs.get("max_abs_error", {}),
+            "rel_l2": m.get("rel_l2", {}), "max_abs_error": m.get("max_abs_error", {}),
             "steps": m.get("steps"), "train_seconds": m.get("train_seconds"),
             "compile_seconds": m.get("compile_seconds"), "wall_seconds": m.get("wall_seconds"),
             "precision": built.precision, "params": sol.learned_params(),
@@ -202,11 +199,11 @@ def run_entry(entry: Entry, mode: str) -> dict:
         out["pinn_traceback"] = traceback.format_exc(limit=8)
         return out
     if entry.fem:
-        out["fem"] = run_fem(problem, spec, mode, pts)
+        out["fem"] = run_fem(problem, spec, mode)
     return out
 
 
-def run_fem(problem, spec, mode: str, pts) -> dict:
+def run_fem(problem, spec, mode: str) -> dict:
     from pinn import fem
 
     kw = fem_options(spec, mode)
@@ -220,7 +217,7 @@ def run_fem(problem, spec, mode: str, pts) -> dict:
             fsol = fem.solve(problem, **kw)
         res["solve_seconds"] = time.perf_counter() - t0
         res["dofs"] = int(fsol.dofs)
-        errs = fsol.errors(points=pts)
+        errs = fsol.errors()  # the same grid and rule as the PINN's (pinn.evaluate)
         res["rel_l2"], res["max_abs_error"] = errs["rel_l2"], errs["max_abs_error"]
     except fem.UnsupportedProblem as exc:
         res["unsupported"] = str(exc)

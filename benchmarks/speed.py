@@ -115,7 +115,6 @@ def worker_pinn(case: Case, blocks: int, flops: bool) -> None:
     import optax
 
     import pinn
-    from pinn.train import run
 
     t0 = time.perf_counter()
     problem = C.PROBLEMS[case.problem]()
@@ -125,7 +124,8 @@ def worker_pinn(case: Case, blocks: int, flops: bool) -> None:
                            initial=case.initial),
         chunk=case.block, seed=0)
     model = pinn.MLP(width=case.width, depth=case.depth, activation="tanh")
-    asm, params, weighting = C.pinn_setup(problem, model, training)
+    setup = pinn.setup(problem, model, training, progress=False)
+    asm, params, weighting = setup.assembly, setup.params, setup.weighting
     info = {"flops": float("nan")}
     if flops:
         tx = optax.adam(1e-3)
@@ -159,10 +159,7 @@ def worker_pinn(case: Case, blocks: int, flops: bool) -> None:
             raise SystemExit(0)
         clock["t"] = (time.perf_counter(), time.process_time())
 
-    run(asm.terms_fn, params, stages=training.stages, sample_fn=asm.sample_fn,
-        key=jax.random.PRNGKey(2), weighting=weighting, resample_every=None,
-        chunk=case.block, evaluate=None, on_chunk=on_chunk, progress=False,
-        handle_signals=False)
+    setup.train(resample_every=None, evaluate=None, on_chunk=on_chunk, handle_signals=False)
 
 
 def _hand_row(case: Case):

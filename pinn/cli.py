@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -335,26 +334,16 @@ def fem(
     built = _load(file, sets)
     run_dir = _prepare(built, out, False, "-fem")
     from pinn import fem as F
-    from pinn.evaluate import score
-    from pinn.report import write_run
+    from pinn.run import fem_run
 
     opts, ev = built.spec.fem, built.spec.evaluation
-    from pinn.report.metrics import peak_memory_mb
-
-    t0 = time.perf_counter()
     try:
-        sol = F.solve(built.problem, cells=opts.cells, element=opts.element, dt=opts.dt,
-                      theta=opts.theta)
+        _, m = fem_run(built.problem, cells=opts.cells, element=opts.element, dt=opts.dt,
+                       theta=opts.theta, out_dir=run_dir, resolution=ev.resolution,
+                       snapshots=ev.snapshots, metrics={"problem": built.name})
     except F.UnsupportedProblem as exc:
         raise UserError(f"{built.name}: the FEM baseline cannot solve this problem: {exc}"
                         ) from None
-    facts = {"problem": built.name, **sol.metrics(), "element": opts.element,
-             "wall_seconds": time.perf_counter() - t0, "peak_memory_mb": peak_memory_mb()}
-    sol.save(run_dir)
-    s = score(built.problem, sol.evaluate, resolution=ev.resolution)
-    m = write_run(run_dir, built.problem, s, facts,
-                  snapshots=ev.snapshots, method="FEM",
-                  title=f"{built.name}: FEM ({opts.element}, {sol.n_cells} cells)")
     _out(f"{built.name}: FEM {opts.element}, {m['dofs']} dofs, {m['wall_seconds']:.1f} s"
          + _errors_line(m), quiet)
     _out(f"report: {run_dir / 'report.md'}", quiet)

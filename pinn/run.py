@@ -27,7 +27,7 @@ from pinn.train.loss import Assembly, assemble
 from pinn.train.weighting import Causal, with_term_weights
 from pinn.training import Training, precision_scope
 
-__all__ = ["setup", "Run", "solve"]
+__all__ = ["setup", "Run", "solve", "fem_run"]
 
 
 def _count(tree) -> int:
@@ -172,3 +172,27 @@ def solve(problem, model=None, training: Training | None = None, **options) -> S
     """Train a PINN on ``problem`` and return the :class:`Solution`:
     ``setup(problem, model, training, **options).train()`` (see :func:`setup`)."""
     return setup(problem, model, training, **options).train()
+
+
+def fem_run(problem, *, cells: int = 64, element: str = "P2", dt: float | None = None,
+            theta: float = 0.5, out_dir: str | os.PathLike | None = None, resolution=None,
+            snapshots: int = 4, metrics: dict | None = None):
+    """Solve ``problem`` with the FEM baseline and score it like a PINN run (the same grid
+    and error rule); with ``out_dir``, write its run folder (``fem.npz``, ``fem.json``,
+    plots, ``metrics.json``, ``report.md``). Returns ``(FEMSolution, metrics)``; raises
+    ``pinn.fem.UnsupportedProblem`` for a term FEM cannot handle."""
+    from pinn import fem
+    from pinn.report import write_run
+
+    t0 = time.perf_counter()
+    sol = fem.solve(problem, cells=cells, element=element, dt=dt, theta=theta)
+    facts = {"problem": problem.name, **sol.metrics(), "element": element,
+             "wall_seconds": time.perf_counter() - t0, "peak_memory_mb": peak_memory_mb(),
+             **(metrics or {})}
+    score = ev.score(problem, sol.evaluate, resolution=resolution)
+    facts.update(score.metrics())
+    if out_dir is not None:
+        sol.save(out_dir)
+        facts = write_run(out_dir, problem, score, facts, snapshots=snapshots, method="FEM",
+                          title=f"{problem.name}: FEM ({element}, {sol.n_cells} cells)")
+    return sol, facts

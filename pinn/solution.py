@@ -145,6 +145,12 @@ class Solution:
         return {k: float(v) for k, v in self.params.get("pde", {}).items()}
 
     # -- errors ------------------------------------------------------------------
+    def reference(self, points) -> dict[str, np.ndarray] | None:
+        """The truth at ``points`` (:func:`pinn.evaluate.truth`): exact or reference values
+        per field, or None."""
+        t = ev.truth(self.problem, self._as_points(points))
+        return None if t is None else t.values
+
     def score(self, resolution=None) -> ev.Score:
         """This solution on the evaluation grid against the truth (:func:`pinn.evaluate.score`;
         ``resolution`` default: the run's). The same numbers as ``metrics``."""
