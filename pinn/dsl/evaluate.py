@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import jax.numpy as jnp
+import numpy as np
 
 from pinn.dsl import expr as E
 
@@ -139,3 +140,33 @@ def evaluate_on_points(e: E.Expr, coords, points, params: Mapping[str, object] |
             env[p] = params[p.name]
     out = evaluate(ex, env, eq_tol=eq_tol)
     return jnp.broadcast_to(jnp.asarray(out), points.shape[:-1])
+
+
+def evaluate_numpy(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0):
+    """:func:`evaluate` with NumPy (float64, outside JAX: FEM, references, checks).
+
+    Parameters fall back to their value; the result may be a Python scalar when ``e`` does
+    not depend on any array in ``env``. Floating-point warnings are silenced:
+    ``where(r > 0, f(r), 0)`` evaluates both branches.
+    """
+    with np.errstate(all="ignore"):
+        return evaluate(e, env, eq_tol=eq_tol, xp=np)
+
+
+def evaluate_points_numpy(e: E.Expr, coords, points, *, spatial=None, t: float | None = None,
+                          time_coord: E.Coord | None = None, eq_tol: float = 0.0) -> np.ndarray:
+    """A field-free expression at ``points[N, len(coords)]`` in NumPy float64, ``[N]``:
+    derivatives of coordinate expressions are expanded first (over ``spatial``, default
+    the coordinates other than ``time_coord``); ``t`` fixes ``time_coord`` when ``coords``
+    lacks it. The one way an exact solution is evaluated."""
+    from pinn.dsl.calculus import expand
+
+    coords = tuple(coords)
+    spatial = tuple(c for c in coords if c != time_coord) if spatial is None else tuple(spatial)
+    e = expand(e, spatial, coords)
+    points = np.asarray(points, dtype=np.float64)
+    env: dict = {c: points[:, i] for i, c in enumerate(coords)}
+    if time_coord is not None and t is not None and time_coord not in env:
+        env[time_coord] = float(t)
+    out = evaluate_numpy(e, env, eq_tol=eq_tol)
+    return np.broadcast_to(np.asarray(out, dtype=np.float64), points.shape[:1]).copy()

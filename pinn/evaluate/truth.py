@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pinn.dsl.calculus import expand
-from pinn.dsl.evaluate import evaluate
+from pinn.dsl.evaluate import evaluate_points_numpy
 
 __all__ = ["Truth", "truth", "exact_values", "has_truth"]
 
@@ -31,14 +30,8 @@ def has_truth(problem) -> bool:
 
 def exact_values(problem, points: np.ndarray) -> dict[str, np.ndarray]:
     """The problem's closed-form solution at ``points[N, d]``, in NumPy float64."""
-    pts = np.asarray(points, dtype=np.float64)
-    env = {c: pts[:, i] for i, c in enumerate(problem.coords)}
-    out = {}
-    for f, ex in problem.exact.items():
-        ex = expand(ex, tuple(problem.spatial), tuple(problem.coords))
-        out[f.name] = np.broadcast_to(np.asarray(evaluate(ex, env, xp=np), np.float64),
-                                      (len(pts),)).copy()
-    return out
+    return {f.name: evaluate_points_numpy(ex, problem.coords, points, spatial=problem.spatial)
+            for f, ex in problem.exact.items()}
 
 
 def truth(problem, points: np.ndarray) -> Truth | None:

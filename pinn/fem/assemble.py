@@ -14,8 +14,8 @@ import scipy.sparse.linalg as spla
 import skfem
 
 from pinn.dsl import expr as E
+from pinn.dsl.evaluate import evaluate_numpy, evaluate_points_numpy
 from pinn.fem import mesh as M
-from pinn.fem._numeric import evaluate_np, evaluate_points
 from pinn.fem.weakform import Integrand, UnsupportedProblem, WeakForm
 
 __all__ = ["Discretisation", "element_for"]
@@ -144,7 +144,7 @@ class Discretisation:
         p = self.problem
         for dofs, pts, value in self._dirichlet:
             if dofs.size:
-                vals = evaluate_points(value, p.spatial, pts, t=t, time_coord=p.time_coord)
+                vals = evaluate_points_numpy(value, p.spatial, pts, t=t, time_coord=p.time_coord)
                 U[dofs] = vals
                 U[self.master[dofs]] = vals      # a periodic image takes the same value
         for _, dof in self.pinned.items():
@@ -157,7 +157,7 @@ class Discretisation:
         p = self.problem
         for f, ex in exprs.items():
             b = self.bases[f]
-            U[self.offsets[f]: self.offsets[f] + b.N] = evaluate_points(
+            U[self.offsets[f]: self.offsets[f] + b.N] = evaluate_points_numpy(
                 ex, p.spatial, b.doflocs.T, t=t, time_coord=p.time_coord)
         return self.enforce(U)
 
@@ -193,12 +193,12 @@ class Discretisation:
         shape = self.dx.shape
         for form in self.wf.equations:
             T = self.phi[form.test]
-            integ = _bcast(evaluate_np(form.source.expr, env), shape) * self.dx
+            integ = _bcast(evaluate_numpy(form.source.expr, env), shape) * self.dx
             loc = np.einsum("eq,beq->be", integ, T[0])
             for i, fl in enumerate(form.flux):
                 if _is_zero_expr(fl.expr):
                     continue
-                integ = _bcast(evaluate_np(fl.expr, env), shape) * self.dx
+                integ = _bcast(evaluate_numpy(fl.expr, env), shape) * self.dx
                 loc += np.einsum("eq,beq->be", integ, T[i + 1])
             R += np.bincount(self.gdofs[form.test].ravel(), loc.ravel(), minlength=self.N)
         for bd in self._boundary:
@@ -206,7 +206,7 @@ class Discretisation:
                 continue
             it: Integrand = bd["term"].integrand
             benv = self._benv(bd, U, t)
-            integ = _bcast(evaluate_np(it.expr, benv), bd["dx"].shape) * bd["dx"]
+            integ = _bcast(evaluate_numpy(it.expr, benv), bd["dx"].shape) * bd["dx"]
             loc = np.einsum("eq,beq->be", integ, bd["test"][0])
             g = bd["gdofs"][bd["term"].test]
             R += np.bincount(g.ravel(), loc.ravel(), minlength=self.N)
@@ -355,7 +355,7 @@ class Discretisation:
             blocks: dict = {}
             for a, it in pairs:
                 for (g, b), jx in it.jac.items():
-                    c = _bcast(evaluate_np(jx, env), shape) * self.dx
+                    c = _bcast(evaluate_numpy(jx, env), shape) * self.dx
                     loc = np.matmul((T[a] * c[None]).transpose(1, 0, 2),
                                     self.phi[g][b].transpose(1, 2, 0))  # e, i, j
                     blocks[g] = blocks[g] + loc if g in blocks else loc
@@ -367,7 +367,7 @@ class Discretisation:
             it = bd["term"].integrand
             benv = self._benv(bd, U, t)
             for (g, _), jx in it.jac.items():
-                c = _bcast(evaluate_np(jx, benv), bd["dx"].shape) * bd["dx"]
+                c = _bcast(evaluate_numpy(jx, benv), bd["dx"].shape) * bd["dx"]
                 loc = np.matmul((bd["test"][0] * c[None]).transpose(1, 0, 2),
                                 bd["trial"][g][0].transpose(1, 2, 0))
                 self._scatter(("facet", k, g), loc, parts)
@@ -385,7 +385,7 @@ class Discretisation:
         for form in self.wf.equations:
             T = self.phi[form.test]
             for g, m in form.mass.items():
-                c = _bcast(evaluate_np(m, env), self.dx.shape) * self.dx
+                c = _bcast(evaluate_numpy(m, env), self.dx.shape) * self.dx
                 loc = np.matmul((T[0] * c[None]).transpose(1, 0, 2),
                                 self.phi[g][0].transpose(1, 2, 0))
                 self._scatter(("cell", form.test, g), loc, parts)

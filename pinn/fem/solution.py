@@ -13,7 +13,7 @@ from scipy.spatial import cKDTree
 
 from pinn import evaluate as ev
 from pinn.dsl import expr as E
-from pinn.fem._numeric import evaluate_points
+from pinn.dsl.evaluate import evaluate_points_numpy
 from pinn.io import write_npz, write_text
 
 __all__ = ["FEMSolution"]
@@ -217,7 +217,8 @@ class FEMSolution:
             def fn(points):
                 pts = np.asarray(points, dtype=np.float64)
                 cs = spatial + ([tc] if tc is not None else [])
-                return {f: evaluate_points(ex, cs, pts, time_coord=tc) for f, ex in exprs.items()}
+                return {f: evaluate_points_numpy(ex, cs, pts, time_coord=tc)
+                        for f, ex in exprs.items()}
 
             return fn
         if callable(exact):
@@ -277,7 +278,7 @@ class FEMSolution:
             uh = np.asarray(basis.interpolate(U[self.offsets[name]: self.offsets[name] + basis.N]))
             X = np.asarray(basis.global_coordinates())
             flat = X.reshape(X.shape[0], -1).T
-            ue = evaluate_points(E.as_expr(ex), spatial, flat, t=t, time_coord=tc)
+            ue = evaluate_points_numpy(E.as_expr(ex), spatial, flat, t=t, time_coord=tc)
             ue = ue.reshape(uh.shape)
             diff = uh - ue
             if name in self.up_to_constant:

@@ -15,6 +15,7 @@ import numpy as np
 
 from pinn.dsl import calculus as K
 from pinn.dsl import expr as E
+from pinn.dsl.evaluate import evaluate_numpy
 
 REL_TOL = 1e-7
 
@@ -67,13 +68,11 @@ def _terms(e: E.Expr) -> list[E.Expr]:
 
 def _eval(problem, e: E.Expr, pts, extra=None) -> np.ndarray:
     """Float64 values with NumPy (no JAX dispatch or compilation per operation)."""
-    from pinn.fem._numeric import evaluate_np
-
     env = {c: pts[:, i] for i, c in enumerate(problem.coords)}
     if extra:
         env.update(extra)
     with np.errstate(all="ignore"):  # where(r > 0, f(r), 0): the other branch may be NaN
-        out = evaluate_np(K.expand(e, problem.spatial, problem.coords), env)
+        out = evaluate_numpy(K.expand(e, problem.spatial, problem.coords), env)
     return np.broadcast_to(np.asarray(out, dtype=np.float64), (pts.shape[0],))
 
 
