@@ -65,7 +65,7 @@ class Run:
         """The keyword arguments of :func:`pinn.train.run` for this run."""
         t = self.training
         return dict(stages=t.stages, sample_fn=self.assembly.sample_fn, key=self.key,
-                    weighting=self.weighting, resample_every=t.points.resample_every or None,
+                    weighting=self.weighting, resample_every=t.points.resample_every,
                     chunk=t.chunk, out_dir=self.out_dir, checkpoint_every=t.checkpoint_every,
                     resume=self.resume, evaluate=self.evaluate, eval_every=t.eval_every,
                     progress=self.progress,
@@ -153,10 +153,10 @@ def setup(problem, model=None, training: Training | None = None, *, precision: i
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, the folder holding the checkpoints")
     with precision_scope(precision):
-        dtype = jnp.zeros(()).dtype
+        dtype = jnp.dtype(jnp.float64 if precision == 64 else jnp.float32)
         apply, net_params = build_network(problem, model, training.seed)
         causal = training.weighting if isinstance(training.weighting, Causal) else None
-        asm = assemble(problem, apply, training.points, causal=causal)
+        asm = assemble(problem, apply, training.points, causal=causal, dtype=dtype)
         params = {"net": net_params,
                   "pde": {p.name: jnp.asarray(p.value, dtype) for p in problem.learnable}}
         return Run(problem, model, training, precision, asm, params, _weighting(training, asm),

@@ -36,15 +36,16 @@ class Points:
     ``interior``: points in the (space-time) domain for the equations;
     ``boundary``: points for each boundary condition; ``initial``: points at
     the initial time for each initial condition.  ``resample_every``: draw new
-    points every K steps (0: never).  ``sampler``: a geometry sampler object
-    (default uniform random); ``rad``: residual-based adaptive sampling of
-    the interior points (a ``pinn.geometry.RAD``), or None.
+    points every K steps (``None``, or 0 as in YAML: never; stored as ``None``).
+    ``sampler``: a geometry sampler object (default uniform random); ``rad``:
+    residual-based adaptive sampling of the interior points (a ``pinn.geometry.RAD``),
+    or None.
     """
 
     interior: int = 4096
     boundary: int = 1024
     initial: int = 1024
-    resample_every: int = 100
+    resample_every: int | None = 100
     sampler: Any = None
     rad: Any = None
 
@@ -53,8 +54,12 @@ class Points:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"Points.{name} must be a positive integer, got {v!r}")
-        if self.resample_every < 0:
-            raise ValueError(f"Points.resample_every must be >= 0, got {self.resample_every}")
+        r = self.resample_every
+        if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 0):
+            raise ValueError(f"Points.resample_every must be an integer >= 1, or None (never), "
+                             f"got {r!r}")
+        if r == 0:
+            object.__setattr__(self, "resample_every", None)
 
 
 @dataclass
@@ -85,31 +90,34 @@ def _append_time(key, pts, time, n):
     return jnp.concatenate([pts, t], axis=1)
 
 
-def _interior(problem, key, n, sampler):
-    dtype = jnp.zeros(()).dtype
-    k1, k2 = jax.random.split(key)
-    pts = jnp.asarray(problem.space.sample_interior(k1, n, sampler), dtype)
-    if problem.is_evolution:
-        pts = _append_time(k2, pts, problem.time, n)
-    return pts
+@dataclass(frozen=True)
+class _Draw:
+    """Collocation points of ``problem`` drawn with ``sampler`` in the run's ``dtype``."""
 
+    problem: Any
+    sampler: Any
+    dtype: Any
 
-def _boundary(problem, key, n, sampler, on):
-    dtype = jnp.zeros(()).dtype
-    k1, k2 = jax.random.split(key)
-    bs = problem.space.sample_boundary(k1, n, sampler, on=on)
-    pts = jnp.asarray(bs.points, dtype)
-    normals = jnp.asarray(bs.normals, dtype)
-    if problem.is_evolution:
-        pts = _append_time(k2, pts, problem.time, n)
-    return pts, normals
+    def interior(self, key, n):
+        k1, k2 = jax.random.split(key)
+        pts = jnp.asarray(self.problem.space.sample_interior(k1, n, self.sampler), self.dtype)
+        if self.problem.is_evolution:
+            pts = _append_time(k2, pts, self.problem.time, n)
+        return pts
 
+    def boundary(self, key, n, on):
+        k1, k2 = jax.random.split(key)
+        bs = self.problem.space.sample_boundary(k1, n, self.sampler, on=on)
+        pts = jnp.asarray(bs.points, self.dtype)
+        normals = jnp.asarray(bs.normals, self.dtype)
+        if self.problem.is_evolution:
+            pts = _append_time(k2, pts, self.problem.time, n)
+        return pts, normals
 
-def _initial(problem, key, n, sampler):
-    dtype = jnp.zeros(()).dtype
-    pts = jnp.asarray(problem.space.sample_interior(key, n, sampler), dtype)
-    t0 = jnp.full((n, 1), problem.time.t0, dtype)
-    return jnp.concatenate([pts, t0], axis=1)
+    def initial(self, key, n):
+        pts = jnp.asarray(self.problem.space.sample_interior(key, n, self.sampler), self.dtype)
+        t0 = jnp.full((n, 1), self.problem.time.t0, self.dtype)
+        return jnp.concatenate([pts, t0], axis=1)
 
 
 # ---------------------------------------------------------------------------
@@ -187,19 +195,22 @@ def _mean_sq(r):
 
 
 def assemble(problem, apply, points: Points | None = None, *, causal=None,
-             data_dtype=None) -> Assembly:
+             dtype=None) -> Assembly:
     """Build the named loss terms and the sampler of ``problem`` for the network ``apply``.
 
     ``apply(net_params, x[N, d]) -> [N, n_fields]`` is the raw network; hard
     conditions are built around it here.  ``causal``: a ``pinn.train.Causal``
     weighting applied inside the equation terms of evolution problems.  Each
     soft condition contributes the term its ``residuals(problem, name)``
-    describes (see :mod:`pinn.conditions`).
+    describes (see :mod:`pinn.conditions`).  ``dtype``: of the collocation points and
+    data (default: the float type of the current precision).
     """
     from pinn.compile import compile_terms
 
     points = points or Points()
     sampler = _default_sampler(points)
+    draw = _Draw(problem, sampler, jnp.dtype(dtype) if dtype is not None else
+                 jnp.zeros(()).dtype)
     normals = normal_symbols(len(problem.spatial))
     field_apply = _hard_transforms(problem, apply, len(problem.spatial))
 
@@ -215,7 +226,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
         res = eq_fn(params, x)
         return sum(jnp.abs(res[n]) for n in eq_names)
 
-    sample_interior = _interior_sampler(problem, points, sampler, residual_magnitude)
+    sample_interior = _interior_sampler(draw, points, residual_magnitude)
     evaluators: dict[str, Callable] = {}   # name -> fn(params, batch_entry) -> scalar
     samplers: dict[str, Callable] = {}     # name -> fn(key, params) -> batch_entry (or None)
     weights: dict[str, float] = {}
@@ -224,8 +235,8 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
             continue  # satisfied exactly by the transformed network / embedding
         res = c.residuals(problem, name)
         fn = compiled(dict(res.exprs), inputs=normals if res.normals else ())
-        evaluators[name], samplers[name] = _condition_term(problem, name, res, fn, points,
-                                                           sampler, sample_interior)
+        evaluators[name], samplers[name] = _condition_term(draw, name, res, fn, points,
+                                                           sample_interior)
         weights[name] = c.weight
 
     names = eq_names + tuple(evaluators)
@@ -278,11 +289,11 @@ def _equation_terms(problem, eq_fn, eq_names, causal):
     return causal_terms
 
 
-def _interior_sampler(problem, points: Points, sampler, residual_magnitude):
+def _interior_sampler(draw: _Draw, points: Points, residual_magnitude):
     n_int = points.interior
     if points.rad is None:
         def sample_interior(key, params):
-            return _interior(problem, key, n_int, sampler)
+            return draw.interior(key, n_int)
 
         return sample_interior
     from pinn.geometry import rad_select
@@ -292,25 +303,26 @@ def _interior_sampler(problem, points: Points, sampler, residual_magnitude):
 
     def sample_rad(key, params):
         k1, k2 = jax.random.split(key)
-        cand = _interior(problem, k1, pool, sampler)
+        cand = draw.interior(k1, pool)
         r = jax.lax.stop_gradient(residual_magnitude(params, cand))
         return rad_select(k2, cand, r, n_int, rad.k, rad.c)
 
     return sample_rad
 
 
-def _condition_term(problem, name, res: C.Residuals, fn, points: Points, sampler,
+def _condition_term(draw: _Draw, name, res: C.Residuals, fn, points: Points,
                     sample_interior):
     """``(evaluate, sample)`` of one condition's residuals (``sample`` None: fixed points)."""
     if res.points is not None:
-        return _fixed_points_term(fn, tuple(res.exprs), res.points, res.targets), None
+        return _fixed_points_term(fn, tuple(res.exprs), res.points, res.targets,
+                                  draw.dtype), None
     region = res.on if isinstance(res.on, str) else None
     if res.match is None and region == "interior":
         return _sum_terms(fn), sample_interior
     if res.match is None and region == "initial":
         n = points.initial
-        return _sum_terms(fn), lambda key, params: _initial(problem, key, n, sampler)
-    sample = _boundary_sampler(problem, name, res.on, points.boundary, sampler, res.normals)
+        return _sum_terms(fn), lambda key, params: draw.initial(key, n)
+    sample = _boundary_sampler(draw, name, res.on, points.boundary, res.normals)
     if res.match is not None:
         return _periodic_term(fn, *res.match), sample
     if res.normals:
@@ -330,15 +342,15 @@ def _sum_terms(fn):
     return ev
 
 
-def _boundary_sampler(problem, name, on, n, sampler, with_normals):
+def _boundary_sampler(draw: _Draw, name, on, n, with_normals):
     # check the selection once, eagerly, so a bad part name fails before training
     try:
-        _boundary(problem, jax.random.PRNGKey(0), 8, sampler, on)
+        draw.boundary(jax.random.PRNGKey(0), 8, on)
     except ValueError as err:
         raise ValueError(f"conditions.{name}.on: {err}") from None
     if with_normals:
-        return lambda key, params: _boundary(problem, key, n, sampler, on)
-    return lambda key, params: _boundary(problem, key, n, sampler, on)[0]
+        return lambda key, params: draw.boundary(key, n, on)
+    return lambda key, params: draw.boundary(key, n, on)[0]
 
 
 def _periodic_term(fn, axis, b_val):
@@ -351,9 +363,9 @@ def _periodic_term(fn, axis, b_val):
     return ev
 
 
-def _fixed_points_term(fn, keys, pts, targets):
+def _fixed_points_term(fn, keys, pts, targets, dtype):
     def ev(params, _):
-        x = jnp.asarray(pts, dtype=jnp.zeros(()).dtype)
+        x = jnp.asarray(pts, dtype=dtype)
         y = jnp.asarray(targets, dtype=x.dtype)
         res = fn(params, x)
         out = jnp.stack([jnp.reshape(res[k], (-1,)) for k in keys], axis=1)
