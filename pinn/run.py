@@ -20,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn import evaluate as ev
+from pinn.nets import MLP
+from pinn.report import write_run
 from pinn.report.metrics import peak_memory_mb
 from pinn.solution import Solution, build_network
 from pinn.train import Fixed, run
@@ -146,8 +148,6 @@ def setup(problem, model=None, training: Training | None = None, *, precision: i
     ``observers``: extra training observers (:mod:`pinn.train.observers`);
     ``metrics``: entries added to the run's metrics (e.g. the problem file).
     """
-    from pinn.nets import MLP
-
     model = model if model is not None else MLP(width=64, depth=4)
     training = training if training is not None else Training()
     if resume and out_dir is None:
@@ -181,8 +181,7 @@ def fem_run(problem, *, cells: int = 64, element: str = "P2", dt: float | None =
     and error rule); with ``out_dir``, write its run folder (``fem.npz``, ``fem.json``,
     plots, ``metrics.json``, ``report.md``). Returns ``(FEMSolution, metrics)``; raises
     ``pinn.fem.UnsupportedProblem`` for a term FEM cannot handle."""
-    from pinn import fem
-    from pinn.report import write_run
+    from pinn import fem  # scikit-fem: only for FEM runs
 
     t0 = time.perf_counter()
     sol = fem.solve(problem, cells=cells, element=element, dt=dt, theta=theta)
