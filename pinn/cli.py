@@ -239,10 +239,13 @@ def _load_run(run_dir: Path):
 
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder")
-    if not (run_dir / "solution.pkl").exists():
-        raise UserError(f"{run_dir}: no solution.pkl (the run did not finish; resume it with "
+    if not any((run_dir / f).exists() for f in ("solution.json", "solution.pkl")):
+        raise UserError(f"{run_dir}: no solution.json (the run did not finish; resume it with "
                         "`pinn solve FILE --out DIR --resume`)")
-    return Solution.load(run_dir)
+    try:
+        return Solution.load(run_dir)
+    except (ValueError, FileNotFoundError) as exc:
+        raise UserError(str(exc)) from None
 
 
 def _run_config(run_dir: Path) -> dict:

@@ -14,7 +14,9 @@ Each condition is data, and knows itself: every condition type is a
   (:mod:`pinn.report.manufactured`) are both built from it;
 - ``hard_outputs(problem, name)`` / ``periodic_inputs(problem, name)``: what a
   ``hard=True`` condition builds into the network (output transforms, input
-  embedding).
+  embedding);
+- ``to_data()`` / ``from_data(arguments)``: its constructor's arguments as data and
+  back (expressions, arrays and numbers; the run format, :mod:`pinn.serialize`).
 
 A new condition type is a subclass providing these methods; the FEM baseline
 (:mod:`pinn.fem`) keeps its own table of the types it supports.
@@ -115,6 +117,23 @@ class Condition:
 
     def periodic_inputs(self, problem, name: str) -> dict[int, float]:
         return {}
+
+    def to_data(self) -> dict:
+        """The constructor's arguments (expressions, arrays, numbers, names), for the run
+        format (:mod:`pinn.serialize`); :meth:`from_data` builds the condition again."""
+        raise NotImplementedError(f"{type(self).__name__} does not define to_data()")
+
+    @classmethod
+    def from_data(cls, arguments: Mapping) -> Condition:
+        return cls(**arguments)
+
+
+def _by_name(pairs) -> dict[str, E.Expr]:
+    return {f.name: v for f, v in pairs}
+
+
+def _by_field(mapping: Mapping) -> dict[E.Field, object]:
+    return {E.Field(str(k)): v for k, v in dict(mapping).items()}
 
 
 def _values(target, value) -> tuple[tuple[E.Field, E.Expr], ...]:
@@ -260,6 +279,15 @@ class Dirichlet(Condition):
     def residuals(self, problem, name):
         return Residuals({f"{i}": f - v for i, (f, v) in enumerate(self.values)}, self.on)
 
+    def to_data(self):
+        return {"values": _by_name(self.values), "on": self.on, "weight": self.weight,
+                "hard": self.hard}
+
+    @classmethod
+    def from_data(cls, arguments):
+        a = dict(arguments)
+        return cls(_by_field(a.pop("values")), **a)
+
     def hard_outputs(self, problem, name):
         if not self.hard:
             return ()
@@ -290,6 +318,10 @@ class Neumann(Condition):
         dn = _normal_derivative(problem, self.field)
         return Residuals({"0": dn - self.value}, self.on, normals=True)
 
+    def to_data(self):
+        return {"target": self.field, "value": self.value, "on": self.on,
+                "weight": self.weight}
+
 
 @dataclass(frozen=True)
 class Robin(Condition):
@@ -317,6 +349,10 @@ class Robin(Condition):
         dn = _normal_derivative(problem, self.field)
         return Residuals({"0": self.a * self.field + self.b * dn - self.value}, self.on,
                          normals=True)
+
+    def to_data(self):
+        return {"target": self.field, "a": self.a, "b": self.b, "value": self.value,
+                "on": self.on, "weight": self.weight}
 
 
 @dataclass(frozen=True)
@@ -365,6 +401,10 @@ class Periodic(Condition):
             return {}
         axis, a_val, b_val = periodic_axis(problem, name, self.pair)
         return {axis: abs(b_val - a_val)}
+
+    def to_data(self):
+        return {"fields": self.fields, "pair": self.pair, "order": self.order,
+                "weight": self.weight, "hard": self.hard}
 
 
 @dataclass(frozen=True)
@@ -416,6 +456,16 @@ class Initial(Condition):
         rates = dict(self.rates)
         return tuple(HardOutput("initial", f, v, rate=rates.get(f)) for f, v in self.values)
 
+    def to_data(self):
+        return {"values": _by_name(self.values), "rates": _by_name(self.rates),
+                "weight": self.weight, "hard": self.hard}
+
+    @classmethod
+    def from_data(cls, arguments):
+        a = dict(arguments)
+        rates = _by_field(a.pop("rates", None) or {})
+        return cls(_by_field(a.pop("values")), rate=rates or None, **a)
+
 
 @dataclass(frozen=True)
 class Constraint(Condition):
@@ -433,6 +483,9 @@ class Constraint(Condition):
 
     def residuals(self, problem, name):
         return Residuals({"0": self.expr}, self.on)
+
+    def to_data(self):
+        return {"expr": self.expr, "on": self.on, "weight": self.weight}
 
 
 @dataclass(frozen=True, eq=False)
@@ -486,3 +539,12 @@ class Data(Condition):
         exprs = {f"{i}": f for i, (f, _) in enumerate(self.values)}
         targets = np.stack([v for _, v in self.values], axis=1)
         return Residuals(exprs, points=self.points, targets=targets)
+
+    def to_data(self):
+        return {"points": self.points, "values": _by_name(self.values), "noise": self.noise,
+                "weight": self.weight, "source": self.source}
+
+    @classmethod
+    def from_data(cls, arguments):
+        a = dict(arguments)
+        return cls(a.pop("points"), _by_field(a.pop("values")), **a)

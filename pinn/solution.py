@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import numpy as np
 
 from pinn import evaluate as ev
 from pinn.dsl import expr as E
-from pinn.io import write_bytes
 from pinn.training import Training, precision_scope
 
 __all__ = ["Solution", "build_network", "namespace_of"]
@@ -181,38 +179,40 @@ class Solution:
 
     # -- persistence ----------------------------------------------------------------
     def save(self, directory, *, report: bool = True, snapshots: int = 4) -> Path:
-        """Write the run folder's solution into ``directory``: ``solution.pkl``, and with
-        ``report`` the errors, plots, ``metrics.json``, ``history.jsonl`` and
-        ``report.md`` (:func:`pinn.report.write_run`); returns the folder."""
+        """Write the solution into the run folder ``directory`` as data: ``solution.json``
+        and ``params.npz`` (the layout: :mod:`pinn.serialize`); with ``report`` also the
+        errors, plots, ``metrics.json``, ``history.jsonl`` and ``report.md``
+        (:func:`pinn.report.write_run`), without it ``history.jsonl``. Returns the folder."""
+        from pinn import serialize
+
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        blob = pickle.dumps({
-            "problem": self.problem, "model": self.model,
-            "params": jax.device_get(self.params), "seed": self.seed,
-            "precision": self.precision, "history": self.history, "metrics": self.metrics,
-            "training": self.training, "resolution": self.resolution, "version": 2,
-        })
-        write_bytes(d / "solution.pkl", blob)
+        serialize.save_solution(d, self)
         if report:
             from pinn.report import true_params, write_run
 
             write_run(d, self.problem, self.score(), self.metrics, history=self.history,
                       method="PINN", snapshots=snapshots,
                       true_params=true_params(self.problem))
+        elif self.history:
+            import json
+
+            from pinn.io import clean_json, write_text
+
+            write_text(d / serialize.HISTORY_FILE,
+                       "".join(json.dumps(clean_json(r)) + "\n" for r in self.history))
         return d
 
     @classmethod
     def load(cls, directory) -> Solution:
-        """Load a solution saved by :meth:`save` (only load files you trust: pickle)."""
-        p = Path(directory)
-        p = p / "solution.pkl" if p.is_dir() else p
-        if not p.exists():
-            raise FileNotFoundError(f"no saved solution at {p}; run `pinn solve` first")
-        with open(p, "rb") as fh:
-            d = pickle.load(fh)
-        return cls(d["problem"], d["model"], d["params"], seed=d["seed"],
-                   precision=d["precision"], history=d["history"], metrics=d["metrics"],
-                   training=d.get("training"), resolution=d.get("resolution"))
+        """Load a solution saved by :meth:`save`: data only (``solution.json``,
+        ``params.npz``, ``history.jsonl``), nothing in the folder is run. Raises
+        ``FileNotFoundError`` when there is none and ``ValueError`` naming the fix when it
+        cannot be loaded (an old ``solution.pkl``, a tampered or newer file, a problem or
+        model that was not saved as data)."""
+        from pinn.serialize import read_solution
+
+        return cls(**read_solution(directory))
 
     def __repr__(self) -> str:
         err = self.metrics.get("rel_l2")

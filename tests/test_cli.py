@@ -201,7 +201,7 @@ def test_malloc_switch(monkeypatch):
 
 def test_predict_and_plot_need_a_finished_run(capsys, tmp_path):
     rc, _, err = run(capsys, "plot", str(tmp_path))
-    assert rc == 2 and "no solution.pkl" in err
+    assert rc == 2 and "no solution.json" in err
     rc, _, err = run(capsys, "predict", str(tmp_path / "none"), "--points", "p.csv")
     assert rc == 2 and "no such run folder" in err
 

@@ -23,8 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBLEMS = sorted(glob.glob(os.path.join(ROOT, "problems", "*.yaml")))
 HEAT = os.path.join(ROOT, "problems", "heat2d.yaml")
 
-RUN_FILES = ("config.yaml", "metrics.json", "history.jsonl", "report.md", "solution.pkl",
-             "solution_grid.npz", "loss.png")
+RUN_FILES = ("config.yaml", "metrics.json", "history.jsonl", "report.md", "solution.json",
+             "params.npz", "solution_grid.npz", "loss.png")
 METRIC_KEYS = ("rel_l2", "max_abs_error", "steps", "train_seconds", "compile_seconds", "loss",
                "params", "precision", "seed", "versions")
 

@@ -157,6 +157,12 @@ class Domain:
     so they are fast when called eagerly and inline inside a user's jit.
     """
 
+    def to_data(self) -> dict:
+        """The constructor's arguments, for the run format (:mod:`pinn.serialize`)."""
+        from pinn.serialize import init_fields
+
+        return init_fields(self)
+
     def sdf(self, points):
         """Signed distance ``[...]``: negative inside (a bound, not exact, for CSG shapes)."""
         return _jit_sdf(self, self._check_points(points))

@@ -263,6 +263,10 @@ class Triangle(Polygon):
     def __init__(self, a, b, c):
         super().__init__((tuple(a), tuple(b), tuple(c)))
 
+    def to_data(self) -> dict:
+        a, b, c = self.vertices
+        return {"a": a, "b": b, "c": c}
+
     def __repr__(self) -> str:
         a, b, c = self.vertices
         return f"Triangle({a}, {b}, {c})"

@@ -48,6 +48,10 @@ class TimeInterval:
     def dim(self) -> int:
         return 1
 
+    def to_data(self) -> dict:
+        """The constructor's arguments, for the run format (:mod:`pinn.serialize`)."""
+        return {"t0": self.t0, "t1": self.t1}
+
     @property
     def bounds(self):
         return np.array([self.t0]), np.array([self.t1])

@@ -6,6 +6,9 @@ supplies the rest when the network is built::
     spec = MLP(width=64, depth=4, activation="tanh", fourier=Fourier(scale=2.0, features=64))
     module = spec.build(d_in=3, d_out=1, key=jax.random.key(0), bounds=domain.bounds)
     apply, params = split(module)
+
+``spec.to_data()`` gives its constructor's arguments (the run format,
+:mod:`pinn.serialize`); an activation given as a Python callable is not data.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from pinn.nets._layers import ACTIVATIONS, Activation, activation_fn, check_posi
 from pinn.nets._networks import MLPModule, ModifiedMLPModule, PirateNetModule
 
 
+def _spec_data(spec) -> dict:
+    """A spec's constructor arguments (the run format, :mod:`pinn.serialize`)."""
+    from pinn.serialize import init_fields
+
+    return init_fields(spec)
+
+
 @dataclass(frozen=True)
 class Fourier:
     """Random Fourier features ``[cos(x B), sin(x B)]``, ``B ~ N(0, scale²)`` of shape
@@ -30,6 +40,7 @@ class Fourier:
 
     scale: float = 1.0
     features: int = 64
+    to_data = _spec_data
 
     def __post_init__(self):
         if not (
@@ -46,6 +57,7 @@ class RWF:
 
     mean: float = 1.0
     std: float = 0.1
+    to_data = _spec_data
 
     def __post_init__(self):
         if not math.isfinite(self.mean):
@@ -81,6 +93,13 @@ class Periodic:
             self, "harmonics", check_positive_int("Periodic(harmonics=...)", harmonics)
         )
 
+    def to_data(self) -> dict:
+        return {"periods": [list(p) for p in self.periods], "harmonics": self.harmonics}
+
+    @classmethod
+    def from_data(cls, arguments: Mapping) -> Periodic:
+        return cls(dict(arguments.get("periods") or ()), arguments.get("harmonics", 1))
+
 
 def _check_activation(activation: Activation) -> None:
     if isinstance(activation, str) and activation not in ACTIVATIONS:
@@ -105,6 +124,7 @@ class ModelSpec:
     rwf: RWF | None = None
     periodic: Periodic | None = None
     normalize: bool = True
+    to_data = _spec_data
 
     def _common(self, d_in, d_out, key, bounds, periodic, dtype) -> dict:
         check_positive_int("d_in", d_in)

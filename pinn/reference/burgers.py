@@ -96,6 +96,10 @@ class Burgers:
     def u(self, x, t) -> np.ndarray:
         return burgers(x, t, self.nu, n_nodes=self.n_nodes)
 
+    def to_data(self) -> dict:
+        """The constructor's arguments (the run format, :mod:`pinn.serialize`)."""
+        return {"nu": self.nu, "n_nodes": self.n_nodes, "field": self.field}
+
     def __call__(self, points) -> dict[str, np.ndarray]:
         p = np.asarray(points, dtype=np.float64)
         if p.ndim != 2 or p.shape[1] != 2:

@@ -27,8 +27,10 @@ numpy and expression forms agree to 1e-12).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as _dc_field
 from types import MappingProxyType
 
@@ -53,7 +55,9 @@ class ClosedForm:
     box over ``coords`` where the solution is meant to be used (the usual
     benchmark domain), ``equations`` the residual expressions, ``exact`` the
     solution per field, ``numpy_fn`` a float64 implementation ``points[N, d]
-    -> {field_name: values[N]}`` and ``params`` the constants used.
+    -> {field_name: values[N]}`` and ``params`` the constants used. ``recipe``:
+    ``(factory name, arguments)`` of the factory in :data:`CLOSED_FORMS` that made it
+    (set by the factories; what the run format stores, :mod:`pinn.serialize`).
     """
 
     name: str
@@ -64,6 +68,7 @@ class ClosedForm:
     numpy_fn: Callable[[np.ndarray], dict[str, np.ndarray]]
     bounds: tuple[tuple[float, ...], tuple[float, ...]]
     params: Mapping[str, float] = _dc_field(default_factory=dict)
+    recipe: tuple[str, Mapping] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "equations", MappingProxyType(dict(self.equations)))
@@ -82,6 +87,25 @@ class ClosedForm:
     def time(self) -> E.Coord | None:
         return self.coords[-1] if len(self.coords) > len(self.spatial) else None
 
+    def to_data(self) -> dict:
+        """The factory and its arguments (the run format, :mod:`pinn.serialize`); a form
+        built by hand holds a Python function and is not data."""
+        if self.recipe is None:
+            from pinn.serialize import NotData
+
+            raise NotData(f"the closed form {self.name!r} was built by hand (its numpy_fn is "
+                          f"Python code); make it with one of {', '.join(CLOSED_FORMS)}")
+        factory, arguments = self.recipe
+        return {"factory": factory, "arguments": dict(arguments)}
+
+    @classmethod
+    def from_data(cls, arguments: Mapping) -> ClosedForm:
+        factory = arguments.get("factory")
+        if factory not in CLOSED_FORMS:
+            raise ValueError(f"unknown closed form {factory!r}; known: "
+                             f"{', '.join(CLOSED_FORMS)}")
+        return CLOSED_FORMS[factory](**dict(arguments.get("arguments") or {}))
+
     def residuals(self) -> dict[str, E.Expr]:
         """The equations with every field replaced by its exact solution (identically 0)."""
         return {k: substitute(v, self.exact) for k, v in self.equations.items()}
@@ -99,6 +123,20 @@ class ClosedForm:
         eqs = "; ".join(f"{k}: {v} = 0" for k, v in self.equations.items())
         sol = "; ".join(f"{f.name} = {v}" for f, v in self.exact.items())
         return f"ClosedForm({self.name!r}, {eqs}, exact: {sol})"
+
+
+def _recorded(factory: Callable[..., ClosedForm]) -> Callable[..., ClosedForm]:
+    """``factory``, with the form it returns recording ``(name, arguments)`` as its recipe."""
+    signature = inspect.signature(factory)
+
+    @functools.wraps(factory)
+    def make(*args, **kwargs) -> ClosedForm:
+        form = factory(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return replace(form, recipe=(factory.__name__, dict(bound.arguments)))
+
+    return make
 
 
 def _kpi(k: int) -> E.Expr:
@@ -122,6 +160,7 @@ def _check_int_modes(modes, dim: int, what: str) -> tuple[tuple[int, ...], ...]:
 # scalar linear problems
 
 
+@_recorded
 def heat(dim: int = 2, alpha: float = 0.05, modes: Sequence[Sequence[int]] = ((1, 1),),
          amplitudes: Sequence[float] | None = None, t_end: float = 1.0) -> ClosedForm:
     """Heat equation ``u_t - alpha Δu = 0`` on ``[0, 1]^dim``, zero Dirichlet walls.
@@ -168,6 +207,7 @@ def heat(dim: int = 2, alpha: float = 0.05, modes: Sequence[Sequence[int]] = ((1
     )
 
 
+@_recorded
 def advection(c: float = 1.0, k: int = 1, t_end: float = 1.0) -> ClosedForm:
     """Linear advection ``u_t + c u_x = 0`` on ``[0, 2 pi]`` periodic, ``u = sin(k (x - c t))``.
 
@@ -192,6 +232,7 @@ def advection(c: float = 1.0, k: int = 1, t_end: float = 1.0) -> ClosedForm:
     )
 
 
+@_recorded
 def wave1d(c: float = 2.0, t_end: float = 1.0) -> ClosedForm:
     """Wave equation ``u_tt - c^2 u_xx = 0`` on ``[0, 1]``, fixed ends, at rest initially.
 
@@ -217,6 +258,7 @@ def wave1d(c: float = 2.0, t_end: float = 1.0) -> ClosedForm:
     )
 
 
+@_recorded
 def helmholtz(k: float = 1.0, a1: int = 1, a2: int = 4) -> ClosedForm:
     """Helmholtz ``Δu + k^2 u - q = 0`` on ``[-1, 1]^2``, ``u = 0`` on the boundary.
 
@@ -241,6 +283,7 @@ def helmholtz(k: float = 1.0, a1: int = 1, a2: int = 4) -> ClosedForm:
     )
 
 
+@_recorded
 def poisson(a1: int = 1, a2: int = 1) -> ClosedForm:
     """Poisson ``-Δu - f = 0`` on ``[0, 1]^2``, ``u = 0`` on the boundary.
 
@@ -277,6 +320,7 @@ def _navier_stokes(u, v, p, spatial, nu, time=None) -> dict[str, E.Expr]:
     return {"momentum_x": mx, "momentum_y": my, "continuity": P.D(u, x) + P.D(v, y)}
 
 
+@_recorded
 def kovasznay(re: float = 40.0) -> ClosedForm:
     """Kovasznay flow: steady incompressible Navier–Stokes, ``nu = 1/Re``.
 
@@ -309,6 +353,7 @@ def kovasznay(re: float = 40.0) -> ClosedForm:
     )
 
 
+@_recorded
 def taylor_green(nu: float = 0.01, t_end: float = 1.0) -> ClosedForm:
     """Decaying 2-D Taylor–Green vortex, incompressible Navier–Stokes (density 1).
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -25,11 +26,40 @@ class FileReference:
             if "points" not in z.files:
                 raise ValueError(f"{path} has no 'points' array; a reference file holds "
                                  "points[N, d] and one array per field")
-            self.points = np.asarray(z["points"], dtype=np.float64)
-            self.values = {k: np.asarray(z[k], dtype=np.float64) for k in z.files
-                           if k != "points"}
-        self.path = str(path)
+            points = z["points"]
+            values = {k: z[k] for k in z.files if k != "points"}
+        self._set(points, values, str(path))
+
+    def _set(self, points, values: Mapping, path: str) -> None:
+        self.points = np.asarray(points, dtype=np.float64)
+        if self.points.ndim != 2:
+            raise ValueError(f"{path}: reference points must be an [N, d] array, got shape "
+                             f"{self.points.shape}")
+        self.values = {str(k): np.asarray(v, dtype=np.float64).reshape(-1)
+                       for k, v in dict(values).items()}
+        for k, v in self.values.items():
+            if v.shape[0] != self.points.shape[0]:
+                raise ValueError(f"{path}: reference values of {k} have {v.shape[0]} entries "
+                                 f"for {self.points.shape[0]} points")
+        self.path = path
         self._interp: dict = {}
+
+    @classmethod
+    def from_arrays(cls, points, values: Mapping, path: str | None = None) -> FileReference:
+        """The reference of ``points[N, d]`` and ``values`` ``{field: [N]}`` (``path``: the
+        file they came from, for messages)."""
+        ref = cls.__new__(cls)
+        ref._set(points, values, "<arrays>" if path is None else str(path))
+        return ref
+
+    def to_data(self) -> dict:
+        """The points and values themselves (the file may move): the run format,
+        :mod:`pinn.serialize`."""
+        return {"points": self.points, "values": dict(self.values), "path": self.path}
+
+    @classmethod
+    def from_data(cls, arguments: Mapping) -> FileReference:
+        return cls.from_arrays(arguments["points"], arguments["values"], arguments.get("path"))
 
     @property
     def fields(self) -> tuple[str, ...]:

@@ -2,8 +2,8 @@
 
 Computing a fine-mesh FEM solution or a spectral reference takes seconds to
 minutes, so these references do it on their first call and keep the result.
-They pickle without it (it is recomputed, or read from the disk cache, after
-loading).
+They are saved (:meth:`to_data`: their constructor's arguments) and copied between
+processes without it: it is recomputed, or read from the disk cache, after loading.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ class LazyReference:
     def __call__(self, points):
         return self.solution()(points)
 
+    def to_data(self) -> dict:  # pragma: no cover - interface
+        """The constructor's arguments (the run format, :mod:`pinn.serialize`)."""
+        raise NotImplementedError
+
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_solution"}
 
@@ -53,6 +57,10 @@ class FEMReference(LazyReference):
         from pinn.fem import fem_reference
 
         return fem_reference(self.problem, cells=self.cells, element=self.element, dt=self.dt)
+
+    def to_data(self) -> dict:
+        return {"problem": self.problem, "cells": self.cells, "element": self.element,
+                "dt": self.dt}
 
     @property
     def description(self) -> str:
@@ -87,6 +95,9 @@ class SpectralReference(LazyReference):
         from pinn.reference import spectral
 
         return getattr(spectral, self.kind)(field=self.field, **self.options)
+
+    def to_data(self) -> dict:
+        return {"kind": self.kind, "options": dict(self.options), "field": self.field}
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.options.items())

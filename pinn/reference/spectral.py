@@ -212,6 +212,21 @@ class PeriodicSolution:
         object.__setattr__(self, "period", (float(self.period[0]), float(self.period[1])))
         object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
 
+    def to_data(self) -> dict:
+        """Saved as the :class:`~pinn.reference.SpectralReference` that computes it again
+        (from the disk cache): the solver and its options (the run format,
+        :mod:`pinn.serialize`)."""
+        kind, params = self.info.get("name"), self.info.get("params")
+        if kind not in ("allen_cahn", "kdv") or not isinstance(params, Mapping):
+            from pinn.serialize import NotData
+
+            raise NotData("a PeriodicSolution not made by pinn.reference.allen_cahn or kdv "
+                          "is not data; use FileReference for stored values")
+        return {"kind": kind, "options": dict(params), "field": self.field}
+
+    #: the registry name its data is read back under (``to_data`` is that class's)
+    data_name = "SpectralReference"
+
     @property
     def t_range(self) -> tuple[float, float]:
         return float(self.t[0]), float(self.t[-1])

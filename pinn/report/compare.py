@@ -51,8 +51,8 @@ def comparison_rows(runs: Mapping[str, Path]) -> list[tuple[str, ...]]:
 def _saved_predict(run, problem):
     """``predict(points)`` of the solution saved in ``run`` (PINN or FEM), or None."""
     run = Path(run)
-    if (run / "solution.pkl").exists():
-        from pinn.solution import Solution
+    if (run / "solution.json").exists() or (run / "solution.pkl").exists():
+        from pinn.solution import Solution  # refuses an old solution.pkl, naming the fix
 
         return Solution.load(run).evaluate
     if (run / "fem.npz").exists():

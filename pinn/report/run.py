@@ -135,8 +135,8 @@ def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple
         lines.append("")
     for caption, fname in images:
         lines += [f"## {caption}", "", f"![{caption}]({fname})", ""]
-    files = [f for f in ("config.yaml", "metrics.json", "history.jsonl", "solution_grid.npz")
-             if (Path(run_dir) / f).exists()]
+    files = [f for f in ("config.yaml", "metrics.json", "history.jsonl", "solution.json",
+                         "params.npz", "solution_grid.npz") if (Path(run_dir) / f).exists()]
     if (Path(run_dir) / "checkpoints").exists():
         files.append("checkpoints/")
     if files:
