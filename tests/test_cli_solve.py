@@ -17,7 +17,10 @@ import time
 import numpy as np
 import pytest
 
+import pinn
+import pinn.config
 from pinn.cli import main
+from pinn.solution import Solution
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBLEMS = sorted(glob.glob(os.path.join(ROOT, "problems", "*.yaml")))
@@ -42,6 +45,18 @@ def tiny(path: str, steps: int = 20) -> list[str]:
     if spec.reference is not None and spec.reference.kind == "fem":
         sets += ["reference.fem.cells=6"]
     return [a for s in sets for a in ("--set", s)]
+
+
+def untrained_errors(path: str, argv: list[str]) -> dict[str, float]:
+    """The relative L2 errors of the network ``pinn solve path argv`` starts from (same
+    file, overrides and seed), on the same evaluation grid, before any training."""
+    built = pinn.config.load(path, argv[1::2])
+    model, training = built.model(), built.training()
+    res = built.spec.evaluation.resolution
+    run = pinn.setup(built.problem, model, training, precision=built.precision,
+                     progress=False, resolution=res)
+    return Solution(built.problem, model, run.params, seed=training.seed,
+                    precision=built.precision, resolution=res).score().rel_l2
 
 
 def run(capsys, *argv):
@@ -72,8 +87,20 @@ def test_heat2d_through_every_command(capsys, tmp_path):
     assert out == ""
     m = check_run_folder(run_dir, ["u"])
     assert m["steps"] == 32 and m["precision"] == 32 and m["seed"] == 0
-    # a few steps of training: a finite error of order one, not yet small
-    assert 0 < m["rel_l2"]["u"] < 10
+    # 30 Adam + 2 L-BFGS steps: the error (against the closed form, on the file's grid)
+    # is below 0.1 and a fifth of the untrained network's (measured 0.666 -> 0.0486)
+    before = untrained_errors(HEAT, tiny(HEAT, 30))
+    assert m["rel_l2"]["u"] < 0.1 and m["rel_l2"]["u"] < 0.2 * before["u"], (before, m)
+    # ... and it is ||u - u_exact|| / ||u_exact|| over the evaluation grid's nodes,
+    # u_exact = exp(-2 pi^2 alpha t) sin(pi x) sin(pi y) computed here
+    pts = pinn.evaluation_grid(pinn.config.load(HEAT).problem, 10).points
+    assert pts.shape == (10 * 10 * 11, 3)  # 10 nodes per space axis, 11 snapshots in t
+    x, y, t = pts.T
+    exact = np.exp(-2 * np.pi**2 * 0.05 * t) * np.sin(np.pi * x) * np.sin(np.pi * y)
+    got = Solution.load(run_dir).evaluate(pts)["u"]
+    assert m["rel_l2"]["u"] == pytest.approx(
+        np.linalg.norm(got - exact) / np.linalg.norm(exact), rel=1e-5)
+    assert m["max_abs_error"]["u"] == pytest.approx(np.max(np.abs(got - exact)), rel=1e-5)
     # walls and start are hard constraints (built into the network): one loss term
     assert set(m["loss"]) == {"heat"}
 
@@ -84,8 +111,6 @@ def test_heat2d_through_every_command(capsys, tmp_path):
     assert rc == 0, err
     lines = out.strip().splitlines()
     assert lines[0] == "x,y,t,u" and len(lines) == 3
-    from pinn.solution import Solution
-
     sol = Solution.load(run_dir)
     want = sol.evaluate(np.array([[0.5, 0.5, 0.0], [0.25, 0.75, 0.5]]))["u"]
     got = [float(line.split(",")[-1]) for line in lines[1:]]
@@ -126,9 +151,17 @@ def test_every_problem_solves_end_to_end(capsys, tmp_path, path):
     assert rc == 0, err
     m = check_run_folder(run_dir, built.problem.field_names,
                          [p.name for p in built.problem.learnable])
-    if built.problem.exact or built.problem.reference is not None:
-        assert set(m["rel_l2"]) <= set(built.problem.field_names) and m["rel_l2"]
-        assert all(np.isfinite(v) for v in m["rel_l2"].values())
+    # every problem file has a truth (exact or reference): an error for every field, and
+    # the saved solution, loaded back, scores the same numbers on the same grid
+    assert set(m["rel_l2"]) == set(built.problem.field_names), m["rel_l2"]
+    saved = Solution.load(run_dir).score().rel_l2
+    assert saved == pytest.approx(m["rel_l2"], rel=1e-6)
+    # the optimiser descends: the loss of the last logged step is below that of step 0
+    rows = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert rows[0]["step"] == 0 and rows[-1]["step"] == m["steps"]
+    assert rows[-1]["loss"] < rows[0]["loss"], (rows[0]["loss"], rows[-1]["loss"])
+    # (that the error falls too is checked per file in tests/test_problems_pinned.py: at
+    # 20 steps it does not for all, e.g. helmholtz2d's soft walls, measured 1.02 -> 18.9)
 
 
 @pytest.mark.slow

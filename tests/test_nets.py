@@ -69,8 +69,17 @@ def test_output_shape_every_network(models, name):
     module, apply, params, fast = models[name]
     y = np.asarray(fast(params, X))
     assert y.shape == (8, 2) and y.dtype == np.float32
-    assert np.all(np.isfinite(y))
     assert apply.d_in == module.d_in == 2 and apply.d_out == module.d_out == 2
+    # the input Jacobian (what every PDE residual is built from) is the derivative of the
+    # output: central differences in float32, h = 1e-3 (error O(h^2 |f_xxx|) + O(eps |f| / h))
+    jac = np.asarray(jax.jit(jax.vmap(jax.jacfwd(lambda z: apply(params, z))))(X))
+    assert jac.shape == (8, 2, 2) and np.max(np.abs(jac)) > 1e-2  # [point, output, input]
+    h = np.float32(1e-3)
+    for i in range(2):
+        e = np.zeros(2, np.float32)
+        e[i] = h
+        fd = (np.asarray(fast(params, X + e)) - np.asarray(fast(params, X - e))) / (2 * h)
+        assert _max_abs(fd, jac[:, :, i]) < 5e-3 * np.max(np.abs(jac)), (name, i)  # <= 7e-4
 
 
 def test_dimensions_and_batch_shapes():
@@ -237,33 +246,54 @@ def test_apply_is_pure_and_transformable(models):
     ys = jax.jit(jax.vmap(apply, (0, None)))(stacked, X)
     assert ys.shape == (2, 8, 2)
     np.testing.assert_allclose(ys[0], y, rtol=1e-5, atol=1e-6)
-    # grad w.r.t. params under jit
-    value, grads = jax.jit(jax.value_and_grad(lambda p: jnp.mean(apply(p, X) ** 2)))(params)
-    assert np.isfinite(float(value)) and jax.tree.structure(grads) == jax.tree.structure(params)
-    assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+    # grad w.r.t. params under jit: the value is mean(y^2) of the outputs above, and the
+    # gradient is its derivative: <grad, d> against a central difference along a random d
+    loss = lambda p: jnp.mean(apply(p, X) ** 2)
+    value, grads = jax.jit(jax.value_and_grad(loss))(params)
+    assert jax.tree.structure(grads) == jax.tree.structure(params)
+    assert float(value) == pytest.approx(np.mean(np.asarray(y, np.float64) ** 2), rel=1e-5)
+    leaves, tree = jax.tree.flatten(params)
+    rng = np.random.default_rng(7)
+    d = jax.tree.unflatten(tree, [rng.standard_normal(np.shape(a)).astype(np.float32)
+                                  for a in leaves])
+    eps = 1e-3
+    shifted = lambda s: jax.tree.map(lambda a, b: np.asarray(a) + s * b, params, d)
+    fd = (float(jax.jit(loss)(shifted(eps))) - float(jax.jit(loss)(shifted(-eps)))) / (2 * eps)
+    dot = sum(float(np.vdot(np.asarray(g, np.float64), b))
+              for g, b in zip(jax.tree.leaves(grads), jax.tree.leaves(d), strict=True))
+    assert abs(dot) > 1e-2 and fd == pytest.approx(dot, rel=5e-3)  # measured <= 7e-4
     # the calls above changed nothing
     jax.tree.map(np.testing.assert_array_equal, params, before)
 
 
-def _third_and_fourth(apply, params, v):
-    """x -> (D_v^3 f(x), D_v^4 f(x)) by nested forward mode (jax.jvp four times)."""
-    d = lambda z: apply(params, z)
-    for _ in range(3):
-        d = (lambda g: lambda z: jax.jvp(g, (z,), (v,))[1])(d)
-    return jax.jit(lambda z: jax.jvp(d, (z,), (v,)))
+def _third_and_fourth(apply, params):
+    """(x, v) -> (D_v^3 f(x), D_v^4 f(x)) by nested forward mode (jax.jvp four times)."""
+
+    def derivs(z, v):
+        d = lambda z: apply(params, z)
+        for _ in range(3):
+            d = (lambda g: lambda z: jax.jvp(g, (z,), (v,))[1])(d)
+        return jax.jvp(d, (z,), (v,))
+
+    return jax.jit(derivs)
 
 
 @pytest.mark.parametrize("name", SPECS)
 def test_fourth_order_input_derivatives_via_nested_jvp(models, name):
     _, apply, params, _ = models[name]
     v = np.broadcast_to(np.array([0.6, -0.8], np.float32), X.shape)
-    derivs = _third_and_fourth(apply, params, v)
-    d4 = np.asarray(derivs(X)[1])
-    assert d4.shape == (8, 2) and np.all(np.isfinite(d4))
+    derivs = _third_and_fourth(apply, params)
+    d3, d4 = (np.asarray(a) for a in derivs(X, v))
+    assert d4.shape == (8, 2)
     # the 4th derivative is the derivative of the 3rd: central difference, h = 5e-4
+    # (NaN, or an identically zero d4, fails this comparison)
     h = 5e-4
-    fd = (np.asarray(derivs(X + h * v)[0]) - np.asarray(derivs(X - h * v)[0])) / (2 * h)
+    fd = (np.asarray(derivs(X + h * v, v)[0]) - np.asarray(derivs(X - h * v, v)[0])) / (2 * h)
     assert _max_abs(fd, d4) < 1e-2 * np.max(np.abs(d4))
+    # D_v^k is homogeneous of degree k in v: along 2v, 8x the 3rd and 16x the 4th
+    d3_2, d4_2 = (np.asarray(a) for a in derivs(X, 2 * v))
+    np.testing.assert_allclose(d3_2, 8 * d3, rtol=1e-5, atol=1e-6 * np.max(np.abs(d3)))
+    np.testing.assert_allclose(d4_2, 16 * d4, rtol=1e-5, atol=1e-6 * np.max(np.abs(d4)))
 
 
 def test_fourth_derivative_closed_form_and_reverse_mode(x64):
@@ -278,7 +308,7 @@ def test_fourth_derivative_closed_form_and_reverse_mode(x64):
     x = _points(10, 6, [-1, -1], [1, 1], np.float64)
     v = np.broadcast_to(np.array([0.3, 1.1]), x.shape)
     exact = (np.sin(x @ A + b) * (v @ A) ** 4) @ c
-    _, d4 = _third_and_fourth(apply, p, v)(x)
+    _, d4 = _third_and_fourth(apply, p)(x, v)
     np.testing.assert_allclose(d4[:, 0], exact, rtol=1e-11, atol=1e-12)
     # reverse mode along the line x + s v agrees
     line = lambda s: apply(p, x[2] + s * v[2])[0]
