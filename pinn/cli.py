@@ -273,9 +273,12 @@ def plot(
 
 
 @app.command(epilog=_examples("pinn predict runs/heat2d --points pts.csv    # CSV on stdout",
-                             "pinn predict runs/heat2d --points pts.npz --out values.npz"))
+                             "pinn predict runs/heat2d --points pts.npz --out values.npz",
+                             "pinn predict runs/heat2d/export/heat2d.onnx --points pts.csv"))
 def predict(
-    run_dir: RunArg,
+    run_dir: Annotated[Path, typer.Argument(
+        help="A run folder written by `pinn solve`, or a file written by `pinn export` "
+             "(.stablehlo, .onnx; its sidecar next to it).", show_default=False)],
     points: Annotated[Path, typer.Option("--points", "-p", help="CSV (header naming the "
                                          "coordinates) or NPZ ('points' [N, d]).",
                                          show_default=False)],
@@ -285,6 +288,17 @@ def predict(
     """Evaluate a trained solution at given points."""
     from pinn import io
 
+    if run_dir.is_file():  # an exported graph: the columns its sidecar names
+        from pinn import export as X
+
+        graph = _user(X.load, run_dir)
+        pts = _user(io.read_points, points, graph.inputs)
+        text = io.write_values(out, pts, graph.inputs, graph.evaluate(pts))
+        if text is not None:
+            sys.stdout.write(text)
+        if out is not None:
+            _out(f"wrote {len(pts)} rows to {out}")
+        return EXIT_OK
     sol = _load_run(run_dir)
     pts = _user(io.read_points, points, [c.name for c in sol.problem.coords])
     text = io.write_values(out, pts, [c.name for c in sol.problem.coords], sol.evaluate(pts))
@@ -292,6 +306,67 @@ def predict(
         sys.stdout.write(text)
     if out is not None:
         _out(f"wrote {len(pts)} rows to {out}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# export
+
+
+@app.command("export", epilog=_examples(
+    "pinn export runs/heat2d                          # runs/heat2d/export/heat2d.stablehlo",
+    "pinn export runs/heat2d --format onnx --outputs u,u_x,\"u_t - alpha*laplacian(u)\"",
+    "pinn export runs/heat2d --format all --dtype float32,float16,bfloat16,int8",
+    "pinn export runs/ns_cavity --outputs u,v,p,\"u_x + v_y\" --out cavity.stablehlo"))
+def export_(
+    run_dir: RunArg,
+    format_: Annotated[str, typer.Option("--format", "-f", help="stablehlo (needs only jax "
+                                         "to run), onnx (only onnxruntime + numpy; the extra "
+                                         "pinn[onnx]) or all.")] = "stablehlo",
+    outputs: Annotated[str | None, typer.Option(
+        "--outputs", help="Comma-separated names or expressions of the fields, in order: "
+                          "u,v,u_x,\"u_t - alpha*laplacian(u)\" (default: the fields).")
+                       ] = None,
+    params: Annotated[str | None, typer.Option(
+        "--params", help="Parametric inputs to expose as extra columns of points (ranged "
+                         "parameters; none of the problems has one yet).")] = None,
+    dtype: Annotated[str, typer.Option(
+        "--dtype", help="Precision inside the graph, comma-separated: float32, float16, "
+                        "bfloat16 (StableHLO only), int8 (ONNX only: weights quantised by "
+                        "onnxruntime). Points and values stay float32.")] = "float32",
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Folder (default: RUN/export), or the file itself for one "
+                            "artefact (.stablehlo, .onnx).")] = None,
+    quiet: QuietOpt = False,
+):
+    """Export a trained solution as a static graph that runs without pinn.
+
+    One calling convention: values[N, k] = f(points[N, d]), float32, any N; the columns are
+    named in the JSON sidecar written next to each file, with the units, the precision and
+    the error measured against the model on the run's evaluation grid.
+    """
+    from pinn import export as X
+
+    sol = _load_run(run_dir)
+    if params:
+        names = [p.strip() for p in params.split(",") if p.strip()]
+        raise UserError(f"--params {', '.join(names)}: {sol.problem.name} has no parametric "
+                        "(ranged) parameter; its parameters are constants of the graph "
+                        "(parametric inputs are not supported yet)")
+    try:
+        arts = X.export(sol, run_dir / "export" if out is None else out,
+                        formats="all" if format_ == "all" else X.split_outputs(format_),
+                        outputs=X.split_outputs(outputs),
+                        dtypes=X.split_outputs(dtype), source=X.source_of(run_dir),
+                        run=run_dir)
+    except X.ExportError as exc:
+        raise UserError(str(exc)) from None
+    for a in arts:
+        errs = ", ".join(f"{k} {v:.2e}" for k, v in a.check["rel_l2"].items())
+        _out(f"{a.path} ({a.meta['bytes'] / 1024:.0f} KiB, {a.meta['dtype']}"
+             + (", int8 weights" if a.meta.get("quantization") else "")
+             + f"): relative L2 from the model on {a.check['points']} grid points: {errs}",
+             quiet)
     return EXIT_OK
 
 

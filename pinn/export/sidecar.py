@@ -1,0 +1,97 @@
+"""The JSON sidecar next to every exported file: what goes in, what comes out, how exact.
+
+``<artefact>.json`` (``heat2d.stablehlo`` -> ``heat2d.stablehlo.json``) holds:
+
+- ``format``: ``"pinn-export"``, ``version``: 1, ``kind``: ``"stablehlo"`` or ``"onnx"``,
+  ``artefact``: the file's name, ``sha256``: its digest, ``bytes``: its size;
+- ``inputs``: the columns of ``points[N, d]`` (the coordinates in order, then the
+  parametric inputs, listed again in ``parametric_inputs``); ``outputs``: the columns of
+  ``values[N, k]``; ``expressions``: each output's expression in the PDE language;
+- ``io_dtype`` (always ``float32``), ``dtype`` (the precision inside the graph),
+  ``quantization`` (``null`` or how the weights were quantised);
+- ``normalisation``: the units of the inputs and outputs and the box the graph maps to
+  ``[-1, 1]`` itself; ``parameters``: the PDE parameters baked into the graph;
+- ``check``: the artefact run on the run's evaluation grid against the float32 model
+  (:meth:`pinn.Solution.evaluate`): ``rel_l2`` and ``max_abs`` per output;
+- ``versions`` (JAX, jaxlib, pinn and the exporter's libraries), ``problem``, ``run``,
+  ``created`` and ``source``: the problem's source text (the run's ``config.yaml``).
+
+:func:`read` checks the sidecar and :func:`sidecar_path` names it; nothing here imports
+JAX.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from pathlib import Path
+
+__all__ = ["SUFFIX", "FORMAT", "VERSION", "sidecar_path", "write", "read", "digest",
+           "versions"]
+
+SUFFIX = ".json"
+FORMAT = "pinn-export"
+VERSION = 1
+
+
+def sidecar_path(artefact: str | os.PathLike) -> Path:
+    p = Path(artefact)
+    return p.with_name(p.name + SUFFIX)
+
+
+def digest(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def versions(*extra: str) -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("jax", "jaxlib", "pinn", *extra):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def write(artefact: str | os.PathLike, meta: dict) -> Path:
+    """Write ``meta`` as the sidecar, adding (in place) the file's name, size, digest and
+    the date; returns the sidecar's path."""
+    from pinn.io import clean_json, write_text
+
+    p = Path(artefact)
+    meta.update({"artefact": p.name, "bytes": p.stat().st_size, "sha256": digest(p),
+                 "created": _dt.datetime.now().astimezone().isoformat(timespec="seconds")})
+    full = {"format": FORMAT, "version": VERSION, **meta}
+    out = sidecar_path(p)
+    write_text(out, json.dumps(clean_json(full), indent=1) + "\n")
+    return out
+
+
+def read(artefact: str | os.PathLike) -> dict:
+    """The sidecar of ``artefact``; ``ValueError`` naming the fix when it is missing or is
+    not a pinn export's."""
+    p = sidecar_path(artefact)
+    if not p.is_file():
+        raise ValueError(f"{artefact}: no sidecar {p.name} next to it; export with "
+                         "`pinn export RUN` (it writes both files)")
+    try:
+        meta = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{p}: not a readable JSON sidecar ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{p}: not a pinn export sidecar (no format: {FORMAT!r})")
+    if int(meta.get("version", 0)) > VERSION:
+        raise ValueError(f"{p}: sidecar version {meta.get('version')} is newer than this "
+                         f"pinn reads ({VERSION}); upgrade pinn")
+    for key in ("kind", "inputs", "outputs"):
+        if key not in meta:
+            raise ValueError(f"{p}: the sidecar has no {key!r}; export again")
+    return meta
