@@ -25,7 +25,16 @@ Subpackages loaded on first use: ``pinn.fem`` (scikit-fem baselines),
 
 import importlib as _importlib
 
-from pinn.conditions import Constraint, Data, Dirichlet, Initial, Neumann, Periodic, Robin
+from pinn.conditions import (
+    Constraint,
+    Data,
+    Dirichlet,
+    Initial,
+    LossTerm,
+    Neumann,
+    Periodic,
+    Robin,
+)
 from pinn.dsl import (
     D,
     ParseError,
@@ -83,7 +92,19 @@ from pinn.nets import MLP, RWF, Fourier, ModifiedMLP, PirateNet
 from pinn.problem import Problem, ProblemError
 from pinn.run import Run, setup, solve
 from pinn.solution import Solution
-from pinn.train import LBFGS, Adam, AdamW, Causal, Fixed, GradNorm, Stage
+from pinn.train import (
+    LBFGS,
+    Adam,
+    AdamW,
+    Callback,
+    Causal,
+    EarlyStopping,
+    Fixed,
+    GradNorm,
+    Optax,
+    Stage,
+    TensorBoard,
+)
 from pinn.train.loss import Points
 from pinn.training import Training
 
@@ -105,9 +126,10 @@ __all__ = [
     "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "arctan",
     "arcsin", "arccos", "sign", "heaviside", "where", "minimum", "maximum", "eq", "pi", "e",
     "parse", "ParseError",
-    "Dirichlet", "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Data",
+    "Dirichlet", "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Data", "LossTerm",
     "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
-    "Adam", "AdamW", "LBFGS", "Stage", "Fixed", "GradNorm", "Causal",
+    "Adam", "AdamW", "LBFGS", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
+    "EarlyStopping", "Callback", "TensorBoard",
 ]

@@ -56,8 +56,66 @@ SetOpt = Annotated[list[str] | None, typer.Option(
 FileArg = Annotated[Path, typer.Argument(help="Problem file (YAML).", show_default=False)]
 RunArg = Annotated[Path, typer.Argument(help="A run folder written by `pinn solve`.",
                                         show_default=False)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary: "
+                                        "errors only (on stderr).")]
+LogFormatOpt = Annotated[str, typer.Option(
+    "--log-format", metavar="auto|bar|plain|json",
+    help="How training progress is shown on stderr: auto (a bar on a terminal, timestamped "
+         "lines when piped), bar, plain (a timestamped line every few seconds) or json (one "
+         "JSON object a line).")]
+LogOpt = Annotated[list[str] | None, typer.Option(
+    "--log", metavar="tensorboard",
+    help="Also log the training scalars: tensorboard (event files in RUN/tensorboard; needs "
+         "pip install 'pinn[tensorboard]'). Repeatable.")]
+_LOG_FORMATS = ("auto", "bar", "plain", "json")
+_LOGGERS = ("tensorboard",)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from pinn import __version__
+
+        sys.stdout.write(f"pinn {__version__}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+):
+    """Physics-informed neural networks in JAX: one PDE description, PINN and FEM."""
+
+
+def _check_logs(log_format: str, logs) -> None:
+    if log_format not in _LOG_FORMATS:
+        raise UserError(f"--log-format {log_format!r}: use one of {', '.join(_LOG_FORMATS)}")
+    bad = [name for name in logs or () if name not in _LOGGERS]
+    if bad:
+        raise UserError(f"--log {bad[0]!r}: use one of {', '.join(_LOGGERS)}")
+    if "tensorboard" in (logs or ()):
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboardX") is None:
+            raise UserError("--log tensorboard needs tensorboardX: pip install "
+                            "'pinn[tensorboard]' (or pip install tensorboardX)")
+
+
+def _progress_observers(quiet: bool, log_format: str, logs, run_dir: Path) -> list:
+    """The progress observer ``--log-format`` asks for and the loggers of ``--log``."""
+    _check_logs(log_format, logs)
+    from pinn.train import Progress
+
+    chosen = [] if quiet else [Progress(format=log_format)]
+    if "tensorboard" in (logs or ()):
+        from pinn.train import TensorBoard
+
+        try:
+            chosen.append(TensorBoard(run_dir / "tensorboard"))
+        except ImportError as exc:
+            raise UserError(f"--log tensorboard: {exc}") from None
+    return chosen
 
 
 def _out_opt(default: str) -> typer.Option:
@@ -155,8 +213,15 @@ def solve(
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint "
                                          "in the run folder.")] = False,
     quiet: QuietOpt = False,
+    log_format: LogFormatOpt = "auto",
+    log: LogOpt = None,
 ):
     """Train a PINN on a problem file and write a run folder (config, metrics, plots, report)."""
+    from pinn.train.progress import resolve_format
+
+    _check_logs(log_format, log)
+    if not quiet and resolve_format(log_format) in ("plain", "json"):
+        _out(f"{file}: reading the problem")  # piped: say at once that something happens
     built = _load(file, _overrides(set_, seed, precision))
     model, training = built.model(), built.training()
     run_dir = _prepare(built, out, resume)
@@ -165,8 +230,9 @@ def solve(
     import pinn
 
     ev = built.spec.evaluation
+    observers = _progress_observers(quiet, log_format, log, run_dir)
     run = pinn.setup(built.problem, model, training, precision=built.precision,
-                     out_dir=run_dir, resume=resume, progress=not quiet,
+                     out_dir=run_dir, resume=resume, progress=False, observers=observers,
                      resolution=ev.resolution, snapshots=ev.snapshots)
     try:
         sol = run.train()
@@ -284,8 +350,16 @@ def predict(
                                          show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output .csv or .npz "
                                              "(default: CSV on stdout).")] = None,
+    outputs: Annotated[str | None, typer.Option(
+        "--outputs", help="Comma-separated fields or expressions to evaluate, e.g. "
+                          "u,u_x,\"u_t - alpha*laplacian(u)\" (default: the fields; run "
+                          "folders only).")] = None,
 ):
-    """Evaluate a trained solution at given points."""
+    """Evaluate a trained solution (or an exported one) at given points.
+
+    Values print with the digits the run's precision holds: 9 significant digits for a
+    float32 run, 17 for a float64 run.
+    """
     from pinn import io
 
     if run_dir.is_file():  # an exported graph: the columns its sidecar names
@@ -301,12 +375,33 @@ def predict(
         return EXIT_OK
     sol = _load_run(run_dir)
     pts = _user(io.read_points, points, [c.name for c in sol.problem.coords])
-    text = io.write_values(out, pts, [c.name for c in sol.problem.coords], sol.evaluate(pts))
+    exprs = _split_outputs(outputs)
+    if outputs is not None and not exprs:
+        raise UserError(f"--outputs {outputs!r}: name at least one field or expression")
+    values = _user(sol.evaluate, pts, None if exprs is None else {e: e for e in exprs})
+    text = io.write_values(out, pts, [c.name for c in sol.problem.coords], values,
+                           digits=17 if sol.precision == 64 else 9)
     if text is not None:
         sys.stdout.write(text)
     if out is not None:
         _out(f"wrote {len(pts)} rows to {out}")
     return EXIT_OK
+
+
+def _split_outputs(text: str | None) -> list[str] | None:
+    """``"u,u_x,max(u, 0)"`` -> ``["u", "u_x", "max(u, 0)"]`` (commas in brackets stay)."""
+    if text is None:
+        return None
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return [o for o in out if o]
 
 
 # ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ import numpy as np
 from pinn.dsl import expr as E
 
 __all__ = ["Condition", "Residuals", "HardOutput", "normal_symbols", "Dirichlet", "Neumann",
-           "Robin", "Periodic", "Initial", "Constraint", "Data"]
+           "Robin", "Periodic", "Initial", "Constraint", "Data", "LossTerm"]
 
 Where = str | tuple | E.Expr
 
@@ -117,6 +117,15 @@ class Condition:
 
     def periodic_inputs(self, problem, name: str) -> dict[int, float]:
         return {}
+
+    def loss_term(self, problem, name: str, apply, sampler, dtype):
+        """A loss term of the condition's own, or ``None`` (the default: the loss is built
+        from :meth:`residuals`). Else ``(evaluate, sample)``: ``evaluate(params, points) ->
+        scalar`` and ``sample(key, params) -> points`` (``None``: ``points`` is ``None``).
+        ``apply(net_params, x) -> [N, n_fields]`` is the network with the hard conditions;
+        ``sampler(on, n)`` gives a ``sample`` for a region (``"interior"``, ``"initial"``,
+        a boundary selection; ``n`` points, ``None``: the run's count for that region)."""
+        return None
 
     def to_data(self) -> dict:
         """The constructor's arguments (expressions, arrays, numbers, names), for the run
@@ -548,3 +557,80 @@ class Data(Condition):
     def from_data(cls, arguments):
         a = dict(arguments)
         return cls(a.pop("points"), _by_field(a.pop("values")), **a)
+
+
+class LossTerm(Condition):
+    """A loss term of your own: a JAX function ``fn(apply, params, points) -> scalar``.
+
+    ``apply(params["net"], x[N, d]) -> [N, n_fields]`` is the network with the hard
+    conditions built in (columns: the problem's coordinates and fields, in order);
+    ``params``: ``{"net": ..., "pde": {learnable name: value}}``; ``points``: where the
+    term is evaluated: ``"interior"`` (default: the equations' collocation points,
+    resampled as they are), ``"initial"``, ``"boundary"``, a part name or names, a
+    predicate (sampled afresh with the other points), or an array ``[N, d]`` of fixed
+    points. ``n``: how many sampled points (default: the run's ``Points`` count for the
+    region). ``fn`` must be pure and traceable (``jax.jit``, ``jax.grad``); derivatives
+    of the fields are yours to take (``jax.jacfwd``, ``jax.jvp`` on ``apply``)::
+
+        def flux(apply, params, x):  # mean of u over the points equals 0.25
+            return (jnp.mean(apply(params["net"], x)[:, 0]) - 0.25) ** 2
+
+        conditions = {"mass": pinn.LossTerm(flux, points="interior", n=1024)}
+
+    A Python function is not data: the run folder records the problem as not reloadable
+    (its parameters and metrics are saved all the same). FEM and the manufactured-solution
+    check skip the term.
+    """
+
+    def __init__(self, fn, *, points: Where | np.ndarray = "interior", n: int | None = None,
+                 weight: float = 1.0):
+        if not callable(fn):
+            raise TypeError(f"LossTerm: fn must be a function (apply, params, points) -> "
+                            f"scalar, got {fn!r}")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"LossTerm: n must be a positive integer, got {n!r}")
+        fixed = None
+        if isinstance(points, np.ndarray) or (
+                isinstance(points, (list, tuple)) and points and not isinstance(points[0], str)):
+            fixed = np.asarray(points, dtype=np.float64)
+            if fixed.ndim != 2 or not np.all(np.isfinite(fixed)):
+                raise ValueError("LossTerm: fixed points must be a finite array [N, d], got "
+                                 f"shape {fixed.shape}")
+            where: Where = "interior"
+        else:
+            where = _where(points)
+        _set(self, fn=fn, on=where, points=fixed, n=n, weight=float(weight))
+
+    def validate(self, problem, name):
+        d = len(problem.coords)
+        if self.points is not None and self.points.shape[1] != d:
+            raise ValueError(f"conditions.{name}: LossTerm points have {self.points.shape[1]} "
+                             f"columns; the problem has {d} coordinates "
+                             f"({', '.join(c.name for c in problem.coords)})")
+        if self.on == "initial" and self.points is None:
+            _needs_time(problem, name, "a LossTerm on 'initial'")
+
+    def residuals(self, problem, name):
+        # no expressions: the term is a JAX function (loss_term below builds it)
+        return Residuals({}, on=self.on)
+
+    def loss_term(self, problem, name, apply, sampler, dtype):
+        import jax.numpy as jnp
+
+        fn = self.fn
+
+        def evaluate(params, x):
+            return fn(apply, params, x)
+
+        if self.points is None:
+            return evaluate, sampler(self.on, self.n)
+        fixed = self.points
+
+        def evaluate_fixed(params, _):
+            return fn(apply, params, jnp.asarray(fixed, dtype))
+
+        return evaluate_fixed, None
+
+    def __repr__(self) -> str:
+        where = f"{len(self.points)} fixed points" if self.points is not None else self.on
+        return f"LossTerm({getattr(self.fn, '__name__', self.fn)!r}, points={where!r})"

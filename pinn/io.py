@@ -222,18 +222,38 @@ def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
     return pts
 
 
+def _shortest(v) -> str:
+    """The shortest text that reads back as ``v`` in its own precision (NumPy's repr)."""
+    if not np.isfinite(v) or v == 0:
+        return str(float(v))  # nan, inf, -inf, 0.0
+    if 1e-4 <= abs(v) < 1e16:
+        return np.format_float_positional(v, unique=True, trim="-")
+    return np.format_float_scientific(v, unique=True, trim="-")
+
+
 def write_values(out: str | os.PathLike | None, points: np.ndarray, names: list[str],
-                 values: dict) -> str | None:
+                 values: dict, *, digits: int | None = None) -> str | None:
     """Points and values at them: into ``out`` (``.npz``: ``points`` and one array per value;
-    otherwise CSV), or, with no ``out``, returned as CSV text."""
+    otherwise CSV), or, with no ``out``, returned as CSV text. In CSV the points are written
+    as the shortest text that reads back the same float64, the values with at most
+    ``digits`` significant digits (9 hold a float32 exactly, 17 a float64), the shortest
+    that reads back the same value in that precision (default: 9 when every value is float32
+    or narrower, else 17)."""
     values = {k: np.asarray(v) for k, v in values.items()}
     if out is not None and Path(out).suffix.lower() == ".npz":
         write_npz(out, points=points, **values)
         return None
-    cols = {**{n: points[:, i] for i, n in enumerate(names)}, **values}
+    if digits is None:
+        narrow = all(v.dtype.kind == "f" and v.dtype.itemsize <= 4 for v in values.values())
+        digits = 9 if narrow else 17
+    kind = np.float32 if digits <= 9 else np.float64
+    cols = [*(np.asarray(points[:, i], np.float64) for i in range(len(names))),
+            *(np.asarray(v, kind).reshape(len(points), -1)[:, 0] if np.ndim(v) else
+              np.full(len(points), v, kind) for v in values.values())]
     buf = io.StringIO()
-    buf.write(",".join(cols) + "\n")
-    np.savetxt(buf, np.stack(list(cols.values()), axis=1), delimiter=",", fmt="%.17g")
+    buf.write(",".join([*names, *values]) + "\n")
+    for row in zip(*cols, strict=True):
+        buf.write(",".join(_shortest(v) for v in row) + "\n")
     if out is None:
         return buf.getvalue()
     write_text(out, buf.getvalue())

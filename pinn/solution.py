@@ -25,15 +25,34 @@ def _domain_bounds(problem):
 
 
 def build_network(problem, model, seed: int):
-    """Build ``model`` for ``problem``; returns ``(apply, net_params)``."""
+    """Build ``model`` for ``problem``; returns ``(apply, net_params)`` (the raw network:
+    the loss assembly builds the hard conditions around it).
+
+    ``model``: a network spec (``pinn.MLP(...)``: its ``build`` gets the dimensions, the
+    domain bounds and the hard periodic embedding), a ``flax.nnx.Module`` mapping points
+    ``[N, d]`` (the problem's coordinates in order, unscaled) to ``[N, n_fields]``, or a
+    function ``key -> module`` (initialised from the run's seed)."""
     from pinn.nets import split
+    from pinn.nets._split import split_user, user_module
     from pinn.train.loss import periodic_embedding
 
     key = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
-    module = model.build(len(problem.coords), len(problem.fields), key=key,
-                         bounds=_domain_bounds(problem),
-                         periodic=periodic_embedding(problem) or None)
-    return split(module)
+    periodic = periodic_embedding(problem) or None
+    d_in, d_out = len(problem.coords), len(problem.fields)
+    if hasattr(model, "build"):
+        module = model.build(d_in, d_out, key=key, bounds=_domain_bounds(problem),
+                             periodic=periodic)
+        return split(module)
+    module = user_module(model, key)
+    if periodic:
+        names = ", ".join(n for n, c in problem.conditions.items() if c.periodic_inputs(
+            problem, n))
+        raise ValueError(
+            f"conditions {names}: a hard periodic condition is an input embedding that only "
+            f"pinn's network specs build in; with your own {type(module).__name__} make it "
+            "soft (hard=False) or use a spec such as pinn.MLP(...)")
+    return split_user(module, d_in, d_out, jnp.zeros(()).dtype,
+                      ", ".join(c.name for c in problem.coords))
 
 
 def namespace_of(problem) -> dict[str, E.Expr]:

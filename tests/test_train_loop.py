@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import signal
 
 import jax
@@ -151,7 +152,8 @@ def test_stages_lbfgs_to_1e_12_and_resume_bit_for_bit(tmp_path):
 
 
 def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
-    # progress=True, but stderr is not a terminal under pytest: nothing may be printed
+    # progress=True, and stderr is not a terminal under pytest: timestamped progress lines
+    # on stderr only (tests/test_progress.py), nothing on stdout
     with pytest.warns(RuntimeWarning, match="rolled back"):
         result = run(
             barrier_terms,
@@ -165,7 +167,10 @@ def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
             eval_every=100,
         )
     captured = capfd.readouterr()
-    assert captured.err == "" and captured.out == ""
+    assert captured.out == ""
+    assert all(re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ", line)
+               for line in captured.err.splitlines())
+    assert "rolled back to step" in captured.err  # the roll-back is a progress line too
     assert len(result.rollbacks) >= 1
     events = [r for r in result.history if r["event"] == "rollback"]
     assert events == result.rollbacks

@@ -141,6 +141,22 @@ class Expr:
             raise TypeError(f"{self} is a scalar expression and has no components")
         return Component(self, index)
 
+    def __iter__(self):
+        # without this, `x, = pinn.coords("x")` fails in __getitem__ with a puzzling message
+        if not self.is_vector:
+            hint = (f"pinn.coords({self.name!r}) with one name returns the coordinate itself: "
+                    f"write `{self.name} = pinn.coords({self.name!r})` (or `x, y = "
+                    "pinn.coords('x y')` for several)" if isinstance(self, Coord) else
+                    f"pinn.field({self.name!r}) returns the field itself: write `{self.name} = "
+                    f"pinn.field({self.name!r})`" if isinstance(self, Field) else
+                    "only a vector expression has components (v[0])")
+            raise TypeError(f"{self} is one scalar expression and cannot be unpacked or "
+                            f"iterated; {hint}")
+        if hasattr(self, "__len__"):
+            return iter([self[i] for i in range(len(self))])
+        raise TypeError(f"{self} is a vector expression of unknown length; take its "
+                        "components by index (v[0], v[1])")
+
     def __str__(self) -> str:
         from pinn.dsl.printing import to_string
 

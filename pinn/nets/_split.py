@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -88,3 +89,49 @@ def split(module: nnx.Module) -> tuple[Apply, Params]:
 def count_params(params) -> int:
     """Number of trainable scalars in a parameter pytree."""
     return int(sum(np.size(leaf) for leaf in jax.tree.leaves(params)))
+
+
+def user_module(model: Any, key: jax.Array) -> nnx.Module:
+    """A user's own network: an ``nnx.Module`` as it is, or ``model(key)`` for a function
+    ``key -> module`` (so that the run's seed initialises it)."""
+    if isinstance(model, nnx.Module):
+        return model
+    if callable(model) and not isinstance(model, type):
+        module = model(key)
+        if not isinstance(module, nnx.Module):
+            raise TypeError(
+                f"model: the function {getattr(model, '__name__', model)!r} returned "
+                f"{type(module).__name__}; a model function must return a flax.nnx.Module "
+                "(e.g. lambda key: MyNet(rngs=nnx.Rngs(key)))."
+            )
+        return module
+    raise TypeError(
+        "model must be a network spec (pinn.MLP(...), pinn.PirateNet(...)), a flax.nnx.Module "
+        f"or a function key -> nnx.Module, got {model!r}."
+    )
+
+
+def split_user(module: nnx.Module, d_in: int, d_out: int, dtype: Any,
+               columns: str = "") -> tuple[Apply, Params]:
+    """:func:`split` of a user's module, checked to map ``[N, d_in]`` to ``[N, d_out]``,
+    with its floating parameters cast to the run's ``dtype`` (float64 runs)."""
+    apply, params = split(module)
+    params = jax.tree.map(
+        lambda a: a.astype(dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a,
+        params)
+    where = f" (columns {columns})" if columns else ""
+    try:
+        out = jax.eval_shape(apply, params, jax.ShapeDtypeStruct((2, d_in), dtype))
+    except Exception as err:  # noqa: BLE001 - the user's module: say what it was given
+        raise ValueError(
+            f"model: {type(module).__name__} could not be called on points [N, {d_in}]{where}: "
+            f"{type(err).__name__}: {err}. Its first layer must take {d_in} inputs."
+        ) from err
+    if getattr(out, "shape", None) != (2, d_out):
+        raise ValueError(
+            f"model: {type(module).__name__} maps points [N, {d_in}] to "
+            f"{getattr(out, 'shape', out)} for N = 2; it must return [N, {d_out}] (one column "
+            "per field, in the problem's order)."
+        )
+    apply.d_in, apply.d_out = d_in, d_out
+    return apply, params

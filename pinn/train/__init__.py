@@ -5,8 +5,10 @@ result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS
              sample_fn=sample_fn, key=jax.random.key(0), weighting=GradNorm())
 """
 
+from .callbacks import EarlyStopping
 from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
 from .history import read_history
+from .loggers import TensorBoard
 from .loop import Interrupted, TrainingDiverged, TrainResult, run
 from .observers import (
     Callback,
@@ -21,13 +23,14 @@ from .observers import (
     Signals,
     StallStop,
 )
-from .optim import LBFGS, Adam, AdamW, Stage
+from .optim import LBFGS, Adam, AdamW, Optax, Stage
 from .weighting import Causal, Fixed, GradNorm, causal_loss, causal_weights
 
 __all__ = [
     "Adam",
     "AdamW",
     "LBFGS",
+    "Optax",
     "Stage",
     "Fixed",
     "GradNorm",
@@ -46,6 +49,7 @@ __all__ = [
     "Callback",
     "Checkpoints",
     "ChunkEvent",
+    "EarlyStopping",
     "Evaluation",
     "History",
     "NanGuard",
@@ -54,4 +58,5 @@ __all__ = [
     "RunInfo",
     "Signals",
     "StallStop",
+    "TensorBoard",
 ]

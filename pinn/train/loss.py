@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -233,6 +234,12 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     for name, c in problem.conditions.items():
         if c.hard:
             continue  # satisfied exactly by the transformed network / embedding
+        own = c.loss_term(problem, name, field_apply, functools.partial(
+            _region_sampler, draw, points, sample_interior, name=name), draw.dtype)
+        if own is not None:  # a term of the condition's own (pinn.LossTerm)
+            evaluators[name], samplers[name] = own
+            weights[name] = c.weight
+            continue
         res = c.residuals(problem, name)
         fn = compiled(dict(res.exprs), inputs=normals if res.normals else ())
         evaluators[name], samplers[name] = _condition_term(draw, name, res, fn, points,
@@ -308,6 +315,19 @@ def _interior_sampler(draw: _Draw, points: Points, residual_magnitude):
         return rad_select(k2, cand, r, n_int, rad.k, rad.c)
 
     return sample_rad
+
+
+def _region_sampler(draw: _Draw, points: Points, sample_interior, on, n=None, *, name=""):
+    """``sample(key, params) -> x`` on a region: ``"interior"`` (the equations' points when
+    ``n`` is None), ``"initial"`` or a boundary selection."""
+    if on == "interior":
+        if n is None:
+            return sample_interior
+        return lambda key, params: draw.interior(key, n)
+    if on == "initial":
+        m = points.initial if n is None else n
+        return lambda key, params: draw.initial(key, m)
+    return _boundary_sampler(draw, name, on, points.boundary if n is None else n, False)
 
 
 def _condition_term(draw: _Draw, name, res: C.Residuals, fn, points: Points,

@@ -43,7 +43,6 @@ from .checkpoint import list_checkpoints, save_checkpoint
 from .core import NONFINITE, RUNNING, STATUS_NAMES, warn
 from .history import HistoryWriter, as_float, read_history
 from .optim import Stage
-from .progress import TrainProgress
 from .result import TrainingDiverged, TrainResult
 
 __all__ = [
@@ -207,27 +206,123 @@ class History(Observer):
 
 
 class Progress(Observer):
-    """A rich progress bar on stderr (nothing unless stderr, or ``stream``, is a terminal)."""
+    """Training progress on the progress stream (stderr), shown the way the place reads it.
 
-    def __init__(self, *, stream: Any = None) -> None:
-        self.stream = stream
-        self._bar: TrainProgress | None = None
+    ``format``: ``"auto"`` (default: a live bar on a terminal, an updating display in
+    Jupyter, timestamped lines when piped or redirected), ``"bar"``, ``"notebook"``,
+    ``"plain"`` (lines) or ``"json"`` (one JSON object a line); see
+    :mod:`pinn.train.progress`. ``interval``: seconds between status lines (plain, json);
+    a heartbeat line says what is still running (a long compilation) after as long a
+    silence. Each stage's compilation is announced before it starts ("compiling stage 2/2
+    (LBFGS) …") and timed when done (``compile_seconds``: ``{stage: seconds}``, the
+    compilation and the stage's first zero-step call). Acts at chunk boundaries only.
+    """
+
+    def __init__(self, *, format: str = "auto", stream: Any = None,
+                 interval: float = 5.0) -> None:
+        from .progress import FORMATS
+
+        if format not in FORMATS:
+            raise ValueError(f"Progress: format must be one of {', '.join(FORMATS)}, got "
+                             f"{format!r}.")
+        if not (isinstance(interval, (int, float)) and interval > 0):
+            raise ValueError(f"Progress: interval must be a number of seconds > 0, got "
+                             f"{interval!r}.")
+        self.format, self.stream, self.interval = format, stream, float(interval)
+        self.compile_seconds: dict[int, float] = {}
+        self._view: Any = None
+        self._info: RunInfo | None = None
+        self._compiling: tuple[int, float] | None = None
+        self._errors: dict[str, float] = {}
+        self._fresh_stage = True
+        self._shown: int | None = None  # the step of the last status shown
+
+    def _name(self, stage: int) -> str:
+        info = self._info
+        name = type(info.stages[stage].optimizer).__name__
+        return f"stage {stage + 1}/{len(info.stages)} ({name})"
 
     def init(self, info: RunInfo) -> None:
-        bar = TrainProgress(info.total, start=info.start_step, stream=self.stream)
-        self._bar = bar.__enter__()
+        from .progress import make_view, resolve_format
+
+        fmt = resolve_format(self.format, self.stream)
+        self._info, self._errors, self.compile_seconds, self._shown = info, {}, {}, None
+        self._view = make_view(fmt, self.stream, self.interval, info.total, info.start_step)
+        self._view.start()
+        stage = int((info.resume_meta or {}).get("stage", 0))
+        if info.resume_meta is not None:
+            self._view.note("resume", f"resuming at step {info.start_step}/{info.total} from "
+                            f"{info.resumed_from}", step=info.start_step)
+        self._start_compile(stage)
+
+    def _start_compile(self, stage: int) -> None:
+        text = f"compiling {self._name(stage)} …"
+        self._compiling = (stage, time.perf_counter())
+        self._view.note("compiling", text, stage=stage + 1)
+        self._view.activity(f"compiling {self._name(stage)}")
+
+    def _status(self, event: ChunkEvent):
+        from .progress import Status
+
+        info = event.info
+        row = event.row or (dict(info.rows[-1]) if info.rows else {})
+        rate = row.get("steps_per_s")
+        left = info.ends[event.stage] - event.step
+        return Status(step=event.step, total=info.total, stage=event.stage,
+                      stages=len(info.stages),
+                      optimizer=type(info.stages[event.stage].optimizer).__name__,
+                      row=row, errors=dict(self._errors), steps_per_s=rate,
+                      elapsed=info.elapsed(),
+                      stage_eta=left / rate if rate and left > 0 else None)
 
     def on_chunk(self, event: ChunkEvent) -> None:
-        if event.kind == "chunk" and self._bar is not None:
-            stages = event.info.stages
-            name = type(stages[event.stage].optimizer).__name__
-            self._bar.update(event.step, f"stage {event.stage + 1}/{len(stages)} {name}",
-                             event.row)
+        view, kind = self._view, event.kind
+        if view is None:
+            return
+        if self._compiling is not None and kind in ("stage_start", "chunk"):
+            stage, t0 = self._compiling
+            seconds = time.perf_counter() - t0
+            self.compile_seconds[stage] = seconds
+            self._compiling = None
+            view.note("compiled", f"compiled {self._name(stage)} in {seconds:.1f} s",
+                      stage=stage + 1, compile_seconds=round(seconds, 3))
+            view.activity(f"training {self._name(stage)}")
+            self._fresh_stage = True
+        if kind == "chunk":
+            self._errors.update({k[5:]: v for k, v in event.row.items()
+                                 if k.startswith("eval.") and isinstance(v, float)})
+            if view.status(self._status(event), force=self._fresh_stage):
+                self._shown = event.step
+            self._fresh_stage = False
+        elif kind in ("stage_stop", "rollback"):
+            view.note(kind, str(event.row.get("message", kind)), step=event.step)
+        elif kind == "boundary":
+            info = event.info
+            if event.step >= info.ends[event.stage]:
+                if event.stage + 1 < len(info.stages):
+                    if self._shown != event.step:
+                        view.status(self._status(event), force=True)
+                        self._shown = event.step
+                    self._start_compile(event.stage + 1)
+        elif kind == "end":
+            info = event.info
+            comp = sum(self.compile_seconds.values())
+            if self._shown != event.step:
+                view.status(self._status(event), force=True)
+            view.activity(None)
+            from .progress import errors_text
+
+            err = errors_text(self._errors)
+            view.note("done", f"trained {event.step}/{info.total} steps in "
+                      f"{info.elapsed():.1f} s (compilation {comp:.1f} s)"
+                      + (f" | {err}" if err else ""),
+                      step=event.step, elapsed=round(info.elapsed(), 3),
+                      compile_seconds=round(comp, 3), errors=dict(self._errors))
 
     def close(self, result: TrainResult) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
+        if self._view is not None:
+            self._view.close()
+            self._view = None
 
 
 class Evaluation(Observer):
@@ -393,11 +488,28 @@ class Signals(Observer):
 
 
 class Callback(Observer):
-    """``fn(row)`` with each chunk's history row and each roll-back event."""
+    """``fn(row)`` with each chunk's history row and each roll-back event.
 
-    def __init__(self, fn: Callable[[dict], None]) -> None:
+    ``fn`` may stop the run: a true return value (``True``, or a string saying why) ends
+    it at this chunk's boundary, recorded as an ``early_stop`` row and stage report (see
+    :mod:`pinn.train.callbacks`). It may also add entries to a chunk's row (custom
+    metrics): they reach ``TrainResult.history`` (and the run folder's history when the
+    run is saved). Any other return value (``None``) goes on.
+    """
+
+    def __init__(self, fn: Callable[[dict], Any]) -> None:
+        if not callable(fn):
+            raise TypeError(f"Callback: fn must be a function row -> None | bool | str, got "
+                            f"{fn!r}.")
         self.fn = fn
 
     def on_chunk(self, event: ChunkEvent) -> None:
         if event.kind in ("chunk", "rollback"):
-            self.fn(event.row)
+            verdict = self.fn(event.row)
+            if event.kind == "chunk" and verdict is not None and bool(verdict):
+                from .callbacks import record_stop
+
+                name = getattr(self.fn, "__name__", "callback")
+                reason = (verdict if isinstance(verdict, str) else
+                          f"stopped at step {event.step} by {name}")
+                record_stop(event, reason, name)

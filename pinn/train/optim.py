@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import jax
+import jax.numpy as jnp
 import optax
 
-__all__ = ["Adam", "AdamW", "LBFGS", "Stage", "Optimizer"]
+__all__ = ["Adam", "AdamW", "LBFGS", "Optax", "Stage", "Optimizer", "as_optimizer"]
 
 Decay = Literal["exponential", "cosine"] | None
 _DECAYS = (None, "exponential", "cosine")
@@ -182,22 +183,96 @@ class LBFGS:
         return optax.lbfgs(memory_size=self.memory, linesearch=linesearch)
 
 
-Optimizer = Adam | AdamW | LBFGS
+@dataclass(frozen=True)
+class Optax:
+    """Any optax transformation as a stage optimiser (first order, mini-batch).
+
+    ``transform``: an ``optax.GradientTransformation`` (``optax.adamw(1e-3)``), or a
+    factory ``steps -> transformation`` for one that needs the stage's length (a schedule:
+    ``lambda n: optax.adam(optax.cosine_decay_schedule(1e-3, n))``). ``learning_rate``: a
+    number or a schedule ``step -> rate``, only for the history's ``lr`` column (an optax
+    transformation does not tell its rate; without it ``lr`` is ``None``). ``name``: how
+    logs and checkpoints name it (default: ``"Optax"``). :class:`Stage` wraps a bare
+    transformation or factory in this for you. Not for ``optax.lbfgs``: its update needs
+    the loss function (use :class:`LBFGS`).
+    """
+
+    transform: Any
+    learning_rate: Any = None
+    name: str = "Optax"
+
+    full_batch = False
+
+    def __post_init__(self) -> None:
+        if not (_is_transformation(self.transform) or callable(self.transform)):
+            raise TypeError(
+                "Optax: transform must be an optax.GradientTransformation (e.g. "
+                f"optax.adamw(1e-3)) or a function steps -> transformation, got "
+                f"{self.transform!r}."
+            )
+
+    def make(self, total_steps: int) -> optax.GradientTransformation:
+        """The transformation (the factory called with ``total_steps``)."""
+        if _is_transformation(self.transform):
+            return self.transform
+        tx = self.transform(total_steps)
+        if not _is_transformation(tx):
+            raise TypeError(
+                f"Optax: the factory {self.transform!r} returned {tx!r} for {total_steps} "
+                "steps; it must return an optax.GradientTransformation."
+            )
+        return tx
+
+    def schedule(self, total_steps: int) -> optax.Schedule:
+        """The learning rate for the history (``nan`` when not given)."""
+        lr = self.learning_rate
+        if lr is None:
+            return lambda step: jnp.asarray(jnp.nan)
+        return lr if callable(lr) else optax.constant_schedule(lr)
+
+    def __repr__(self) -> str:
+        return f"Optax({self.transform!r})" if self.name == "Optax" else self.name
+
+
+def _is_transformation(obj: Any) -> bool:
+    return isinstance(obj, optax.GradientTransformation) or (
+        callable(getattr(obj, "init", None)) and callable(getattr(obj, "update", None))
+        and not isinstance(obj, type)
+    )
+
+
+def as_optimizer(obj: Any) -> Any:
+    """``obj`` as a stage optimiser: a pinn optimiser (anything with ``make(total_steps)``)
+    as it is, an optax transformation or a factory ``steps -> transformation`` wrapped in
+    :class:`Optax`."""
+    if hasattr(obj, "make") and not _is_transformation(obj):
+        return obj
+    if _is_transformation(obj) or (callable(obj) and not isinstance(obj, type)):
+        return Optax(obj)
+    raise TypeError(
+        "Stage: optimizer must be a pinn optimiser (pinn.Adam(), pinn.LBFGS()), an "
+        "optax.GradientTransformation (optax.adamw(1e-3)) or a function steps -> "
+        f"transformation, got {obj!r}."
+    )
+
+
+Optimizer = Adam | AdamW | LBFGS | Optax
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One training stage: ``steps`` steps of ``optimizer``, starting from the last parameters."""
+    """One training stage: ``steps`` steps of ``optimizer``, starting from the last parameters.
+
+    ``optimizer``: :class:`Adam`, :class:`AdamW`, :class:`LBFGS`, or any optax
+    transformation (``Stage(optax.adamw(1e-3), 1000)``) or factory ``steps ->
+    transformation`` (wrapped in :class:`Optax`).
+    """
 
     optimizer: Any
     steps: int
 
     def __post_init__(self) -> None:
-        if not hasattr(self.optimizer, "make"):
-            raise TypeError(
-                "Stage: optimizer must be an optimiser object such as pinn.train.Adam() or "
-                f"pinn.train.LBFGS(), got {self.optimizer!r}."
-            )
+        object.__setattr__(self, "optimizer", as_optimizer(self.optimizer))
         _check_int("Stage", "steps", self.steps, minimum=1)
 
     @property
