@@ -180,3 +180,16 @@ def test_a_notebook_shows_the_progress_in_its_saved_outputs(tmp_path, monkeypatc
     assert "compiled stage 1/1 (Adam) in" in shown
     assert "step 100/100 | stage 1/1 Adam | loss" in shown
     assert "trained 100/100 steps" in shown
+
+
+def test_a_resumed_run_says_where_it_resumes_and_what_it_compiles(tmp_path):
+    train(steps=(100,), checkpoint_dir=tmp_path)  # a checkpoint at the end of stage 1
+    out = io.StringIO()
+    progress = Progress(format="plain", stream=out, interval=0.001)
+    train(progress, steps=(100, 5), checkpoint_dir=tmp_path, resume=True)
+    text = [STAMP.sub("", line) for line in out.getvalue().splitlines()]
+    text = [t for t in text if not t.startswith("still ")]  # heartbeats: the interval is tiny
+    assert text[0].startswith("resuming at step 100/105 from ")
+    assert text[1] == "compiling stage 2/2 (LBFGS) …"
+    assert text[2].startswith("compiled stage 2/2 (LBFGS) in")
+    assert set(progress.compile_seconds) == {1} and text[-1].startswith("trained 105/105")

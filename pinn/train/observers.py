@@ -250,6 +250,8 @@ class Progress(Observer):
         self._view = make_view(fmt, self.stream, self.interval, info.total, info.start_step)
         self._view.start()
         stage = int((info.resume_meta or {}).get("stage", 0))
+        if info.start_step >= info.ends[stage] and stage + 1 < len(info.stages):
+            stage += 1  # resumed at a stage's end: the next stage compiles first
         if info.resume_meta is not None:
             self._view.note("resume", f"resuming at step {info.start_step}/{info.total} from "
                             f"{info.resumed_from}", step=info.start_step)
@@ -280,7 +282,8 @@ class Progress(Observer):
         if view is None:
             return
         if self._compiling is not None and kind in ("stage_start", "chunk"):
-            stage, t0 = self._compiling
+            _, t0 = self._compiling
+            stage = event.stage  # (a resume at a stage's end compiles the next one)
             seconds = time.perf_counter() - t0
             self.compile_seconds[stage] = seconds
             self._compiling = None
