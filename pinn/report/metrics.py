@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 
-PACKAGES = ("pinn", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "scipy",
+PACKAGES = ("pinn", "jax", "jaxlib", "flax", "optax", "numpy", "scipy",
             "scikit-fem", "pydantic", "matplotlib")
 
 
