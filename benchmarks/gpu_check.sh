@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A short GPU check (< 5 minutes on one H200): devices, the derivative-engine rows
+# A short GPU check (< 10 minutes on one H200): devices, the derivative-engine rows
 # (a) Burgers and (b) heat 2D of benchmarks/engine.py, pinn against hand-written JAX
 # per step (benchmarks/speed.py, JAX sides only), and a short heat 2D solve.
 #
@@ -58,4 +58,13 @@ for r in sol.history:
         print(f"  step {r['step']:6d}  t {r['time']:7.1f} s  rel L2 {r['eval.rel_l2_u']:.3e}"
               f"  {r.get('steps_per_s', float('nan')):8.0f} steps/s")
 EOF
+echo "== scaling (issue 16): 1e5-1e7 points, Adam and L-BFGS steps/s, memory per point"
+# benchmarks/scaling.py --gpu: the visible GPUs as a mesh (points sharded), micro-batches
+# where a batch does not fit (from the measured memory per point); ~3 minutes on one H200
+timeout 300 python benchmarks/scaling.py --gpu --points 100000,1000000,10000000 \
+    --adam 50 --lbfgs 5 --out "${TMPDIR:-/tmp}/SCALING-gpu.md" \
+    && cat "${TMPDIR:-/tmp}/SCALING-gpu.md"
+timeout 120 python -m pinn.cli info problems/heat2d.yaml \
+    --set training.points.interior=1000000 | tail -n 1
+
 echo "== done"

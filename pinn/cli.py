@@ -153,12 +153,14 @@ def tune_malloc() -> bool:
         return False
 
 
-def _overrides(sets, seed=None, precision=None) -> list[str]:
+def _overrides(sets, seed=None, precision=None, devices=None) -> list[str]:
     out = list(sets or [])
     if seed is not None:
         out.append(f"training.seed={seed}")
     if precision is not None:
         out.append(f"training.precision={precision}")
+    if devices is not None:
+        out.append(f"training.devices={devices}")
     return out
 
 
@@ -212,6 +214,9 @@ def solve(
                          ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint "
                                          "in the run folder.")] = False,
+    devices: Annotated[str | None, typer.Option(
+        help="Data parallel over devices: 'all' or a count, the points sharded "
+             "(training.devices).")] = None,
     quiet: QuietOpt = False,
     log_format: LogFormatOpt = "auto",
     log: LogOpt = None,
@@ -222,7 +227,7 @@ def solve(
     _check_logs(log_format, log)
     if not quiet and resolve_format(log_format) in ("plain", "json"):
         _out(f"{file}: reading the problem")  # piped: say at once that something happens
-    built = _load(file, _overrides(set_, seed, precision))
+    built = _load(file, _overrides(set_, seed, precision, devices))
     model, training = built.model(), built.training()
     run_dir = _prepare(built, out, resume)
     _out(f"{built.name}: training in float{built.precision}, {training.steps} steps -> "
@@ -448,14 +453,19 @@ def export_(
         raise UserError(f"--params {', '.join(names)}: {sol.problem.name} has no parametric "
                         "(ranged) parameter; its parameters are constants of the graph "
                         "(parametric inputs are not supported yet)")
+    import warnings
+
     try:
-        arts = X.export(sol, run_dir / "export" if out is None else out,
-                        formats="all" if format_ == "all" else X.split_outputs(format_),
-                        outputs=X.split_outputs(outputs),
-                        dtypes=X.split_outputs(dtype), source=X.source_of(run_dir),
-                        run=run_dir)
+        with warnings.catch_warnings(record=True) as notes:
+            arts = X.export(sol, run_dir / "export" if out is None else out,
+                            formats="all" if format_ == "all" else X.split_outputs(format_),
+                            outputs=X.split_outputs(outputs),
+                            dtypes=X.split_outputs(dtype), source=X.source_of(run_dir),
+                            run=run_dir)
     except X.ExportError as exc:
         raise UserError(str(exc)) from None
+    for note in notes:  # one line each, not Python's two
+        _err(f"note: {note.message}")
     for a in arts:
         errs = ", ".join(f"{k} {v:.2e}" for k, v in a.check["rel_l2"].items())
         _out(f"{a.path} ({a.meta['bytes'] / 1024:.0f} KiB, {a.meta['dtype']}"
@@ -466,19 +476,114 @@ def export_(
 
 
 # ---------------------------------------------------------------------------
+# sweep
+
+
+@app.command(epilog=_examples(
+    "pinn sweep problems/heat2d.yaml --vary training.seed=0..4",
+    "pinn sweep problems/heat2d.yaml --vary training.seed=0..4 --vary params.alpha=0.05,0.1",
+    "pinn sweep problems/heat2d.yaml --vary training.seed=0..4 --out runs/seeds --resume",
+    "pinn sweep problems/heat2d.yaml --vary training.seed=0..15 --backend ray "
+    "--address ray://head:10001"))
+def sweep(
+    file: FileArg,
+    vary: Annotated[list[str], typer.Option(
+        "--vary", metavar="KEY=VALUES",
+        help="A key and its values: training.seed=0..4 (integers, both ends included) or "
+             "params.nu=0.01,0.02 (repeatable: the runs are the Cartesian product).")],
+    out: Annotated[Path | None, _out_opt("runs/<name>-sweep")] = None,
+    set_: SetOpt = None,
+    backend: Annotated[str, typer.Option(help="local (worker processes) or ray (Ray tasks; "
+                                         "pip install -e '.[ray]').")] = "local",
+    address: Annotated[str | None, typer.Option(help="Ray cluster address, e.g. "
+                                                "ray://head:10001 (default: a local Ray).")
+                       ] = None,
+    workers: Annotated[int | None, typer.Option(help="Local runs at a time (default: half "
+                                                "the CPU cores).")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds a run may take before it is "
+                                                  "stopped and reported failed.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Keep the finished runs of the "
+                                         "sweep folder; continue the others.")] = False,
+    quiet: QuietOpt = False,
+):
+    """Run a problem over the Cartesian product of varied values, one run folder each, and
+    write a summary (summary.csv, summary.md, sweep.png). Failed runs are reported."""
+    from pinn import io
+    from pinn import sweep as S
+
+    if backend not in S.BACKENDS:
+        raise UserError(f"--backend {backend}: choose one of {', '.join(S.BACKENDS)}")
+    points = _user(S.expand, vary)
+    # the file and the first point are checked here, so that a typo fails once, not per run
+    built = _load(file, [*(set_ or []), *(f"{k}={v}" for k, v in points[0].items())])
+    folder = _user(io.run_folder, out, built.name, resume, "-sweep")
+    _out(f"{built.name}: {len(points)} runs ({backend}) -> {folder}", quiet)
+
+    def done(rec):
+        what = ", ".join(f"{k}={v}" for k, v in rec["point"].items())
+        _out(f"  {rec['status']}: {what}" + (f" ({rec['error']})" if rec["error"] else ""),
+             quiet)
+
+    result = _user(S.sweep, file, vary, folder, sets=list(set_ or []), backend=backend,
+                   workers=workers, address=address, resume=resume, timeout=timeout,
+                   on_done=done)
+    _out(result.table, quiet)
+    _out(f"summary: {result.files['md']}", quiet)
+    if result.failed:
+        _err(f"{len(result.failed)} of {len(result.rows)} runs failed; see the error column "
+             f"of {result.files['md']} (the same command with --out {folder} --resume "
+             "retries them)")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
 # info
 
 
-@app.command(epilog=_examples("pinn info"))
+@app.command(epilog=_examples("pinn info",
+                             "pinn info problems/heat2d.yaml     # + memory per point",
+                             "pinn info problems/ns_cavity.yaml --set training.points."
+                             "interior=65536 --json"))
 def info(
+    file: Annotated[Path | None, typer.Argument(
+        help="A problem file: also measure the memory per collocation point of one "
+             "gradient step (and how many points fit on the device).", show_default=False)
+                    ] = None,
+    set_: SetOpt = None,
     json_: JsonOpt = False,
 ):
-    """Versions, devices and the precision in use."""
+    """Versions, devices and the precision in use (and a problem's memory per point)."""
     from pinn.report import summary as S
 
     d = S.environment()
-    _out(json.dumps(d) if json_ else "\n".join(S.environment_lines(d)))
+    lines = S.environment_lines(d)
+    if file is not None:
+        sets = list(set_ or [])
+        d["memory"] = mem = _memory_per_point(file, sets)
+        fits = mem["points_that_fit"]
+        lines.append(f"memory per point ({_load(file, sets).name}, one gradient step, "
+                     f"{mem['points']} points): {mem['bytes_per_point'] / 1024:.1f} KiB"
+                     + (f"; about {fits:,} points fit on {mem['device']} (training."
+                        "micro_batch streams more)" if fits else
+                        f"; {mem['device']} does not report its memory"))
+    _out(json.dumps(d) if json_ else "\n".join(lines))
     return EXIT_OK
+
+
+def _memory_per_point(file: Path, sets) -> dict:
+    """:func:`pinn.train.microbatch.memory_per_point` of the problem's first batch."""
+    import jax
+
+    import pinn
+    from pinn.train.microbatch import memory_per_point
+    from pinn.training import precision_scope
+
+    built = _load(file, sets)
+    run = pinn.setup(built.problem, built.model(), built.training(), precision=built.precision,
+                     progress=False)
+    with precision_scope(built.precision):
+        batch = run.assembly.sample_fn(run.key, run.params)
+        return memory_per_point(run.assembly.terms_fn, run.params, jax.device_get(batch))
 
 
 # ---------------------------------------------------------------------------

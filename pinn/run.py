@@ -70,7 +70,7 @@ class Run:
                     weighting=self.weighting, resample_every=t.points.resample_every,
                     chunk=t.chunk, out_dir=self.out_dir, checkpoint_every=t.checkpoint_every,
                     resume=self.resume, evaluate=self.evaluate, eval_every=t.eval_every,
-                    progress=self.progress,
+                    progress=self.progress, devices=t.devices, micro_batch=t.micro_batch,
                     **({"observers": list(self.observers)} if self.observers else {}))
 
     def train(self, **loop_overrides) -> Solution:
@@ -98,6 +98,9 @@ class Run:
                 "loss": {k: float(v) for k, v in result.final_terms.items()},
                 "params": sol.learned_params(), "rollbacks": len(result.rollbacks),
                 "stages": result.stages, "peak_memory_mb": peak_memory_mb(),
+                **({"devices": self.training.devices} if self.training.devices else {}),
+                **({"micro_batch": self.training.micro_batch}
+                   if self.training.micro_batch else {}),
                 **self.metrics,
             }
             if ev.has_truth(self.problem):

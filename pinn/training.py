@@ -29,7 +29,11 @@ class Training:
     ``chunk``: steps per jitted call (the host sees only chunk boundaries);
     ``eval_every``: steps between evaluations against the exact solution or reference
     (None: at the end of each stage); ``checkpoint_every``: steps between checkpoints when
-    the run has an output folder.
+    the run has an output folder; ``devices``: ``None`` (one device, the single-device
+    program), ``"all"`` or a count: data parallel over a device mesh, the points sharded
+    and the parameters replicated (:mod:`pinn.train.sharding`); ``micro_batch``: at most
+    this many points per device in one pass, the gradient accumulated over micro-batches
+    (:mod:`pinn.train.microbatch`; ``None``: the whole batch at once).
     """
 
     stages: Sequence[Any] = field(default_factory=_default_stages)
@@ -39,6 +43,8 @@ class Training:
     chunk: int = DEFAULT_CHUNK
     eval_every: int | None = None
     checkpoint_every: int | None = None
+    devices: int | str | None = None
+    micro_batch: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "stages", tuple(self.stages))
@@ -48,6 +54,13 @@ class Training:
             raise ValueError(f"Training.seed must be an integer, got {self.seed!r}")
         if self.chunk is None:
             object.__setattr__(self, "chunk", DEFAULT_CHUNK)
+        from pinn.train.sharding import check_devices
+
+        check_devices(self.devices)
+        mb = self.micro_batch
+        if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
+            raise ValueError(f"Training.micro_batch must be an integer >= 1 (points per "
+                             f"micro-batch and device) or None (the whole batch), got {mb!r}")
 
     @property
     def steps(self) -> int:

@@ -503,4 +503,5 @@ def build_training(b: Built):
                     rad=build_rad(p.rad))
     return Training(stages=stages, points=points, weighting=build_weighting(t.weighting),
                     seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
-                    checkpoint_every=t.checkpoint_every or None)
+                    checkpoint_every=t.checkpoint_every or None, devices=t.devices,
+                    micro_batch=t.micro_batch)

@@ -606,6 +606,18 @@ def _default_stages() -> list[StageSpec]:
     return [StageSpec(adam=AdamArgs(), steps=10_000), StageSpec(lbfgs=LBFGSArgs(), steps=1000)]
 
 
+def _devices(v: Any) -> Any:
+    """``training.devices``: ``all`` or a device count >= 1 (null: one device, no mesh)."""
+    if v is None or v == "all":
+        return v
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise PydanticCustomError("devices", "write 'all' or a device count >= 1 (null: one "
+                                  "device), got {v}", {"v": repr(v)})
+    return v
+
+
 class TrainingSpec(Strict):
     seed: Seed = 0
     precision: Literal[32, 64] = 32
@@ -616,6 +628,10 @@ class TrainingSpec(Strict):
     chunk: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1_000_000)] = 500
     checkpoint_every: Every = 1000
     eval_every: Every = 1000
+    # data parallel: "all" or a device count (null: one device, no mesh); micro_batch: at
+    # most this many points per device in one pass (gradient accumulation; null: all)
+    devices: Annotated[Literal["all"] | int | None, BeforeValidator(_devices)] = None
+    micro_batch: Count | None = None
 
 
 # ---------------------------------------------------------------------------

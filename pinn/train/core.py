@@ -11,6 +11,7 @@ depend on; the loop (:mod:`pinn.train.loop`) only calls it at chunk boundaries.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import sys
@@ -25,7 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import microbatch as _micro
 from .optim import LBFGS, Stage
+from .sharding import make_sharding
 
 __all__ = ["Core", "RUNNING", "CONVERGED", "STALLED", "NONFINITE", "STATUS_NAMES", "warn"]
 
@@ -158,6 +161,8 @@ class _Program:
     resample_every: int | None
     names: tuple[str, ...]
     has_aux: bool
+    sharding: Any = None  # a pinn.train.sharding.Sharding, or None: one device, no mesh
+    micro: int = 1  # micro-batches per step (gradient accumulation); 1: the whole batch
 
     def _key(self) -> tuple:
         return (
@@ -170,6 +175,8 @@ class _Program:
             self.resample_every,
             self.names,
             self.has_aux,
+            self.sharding,
+            self.micro,
         )
 
     def __hash__(self) -> int:
@@ -183,6 +190,7 @@ def _first_order_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
     """One step of a first-order optimiser (resampling every ``resample_every`` steps)."""
     terms_fn, sample_fn, weighting = spec.terms_fn, spec.sample_fn, spec.weighting
     resample_every = spec.resample_every
+    place = (lambda b: b) if spec.sharding is None else spec.sharding.constrain
 
     def step_fn(state):
         p, step = state["params"], state["step"]
@@ -192,7 +200,7 @@ def _first_order_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
             def resample(args):
                 k, _ = args
                 k, sub = jax.random.split(k)
-                return k, sample_fn(sub, p)
+                return k, place(sample_fn(sub, p))
 
             k, batch = jax.lax.cond(
                 (step > 0) & (step % resample_every == 0), resample, lambda a: a, (k, batch)
@@ -286,16 +294,20 @@ def _report(state: Any, weighted: Callable, finite: jax.Array, gnorm: jax.Array)
 def _chunk_program(spec: _Program) -> Callable:
     """The jitted chunk function for one stage (cached: equal specs share a compilation)."""
     weighted = _make_weighted(spec.terms_fn, spec.names, spec.has_aux)
+    weighted = _micro.accumulated(weighted, spec.micro)
     tx = spec.optimizer.make(spec.steps)
     is_lbfgs = isinstance(spec.optimizer, LBFGS)
     step_fn = (_lbfgs_step if is_lbfgs else _first_order_step)(spec, weighted, tx)
     schedule = getattr(spec.optimizer, "schedule", None)
     schedule = None if is_lbfgs or schedule is None else schedule(spec.steps)
 
+    place = (lambda s: s) if spec.sharding is None else spec.sharding.constrain
+
     def chunk_fn(state, n, stage_start):
         def body(_, carry):
             state, finite, gnorm = carry
             state, ok, step_gnorm = step_fn(state)
+            state = place(state)  # the loop carry keeps its layout (points sharded)
             # the gradient norm of the last step taken (skipped L-BFGS steps keep it)
             gnorm = jnp.where(jnp.isnan(step_gnorm), gnorm, step_gnorm.astype(gnorm.dtype))
             return state, finite & ok, gnorm
@@ -351,6 +363,8 @@ class Core:
     batch_shape: Any
     compile_seconds: float = 0.0
     _programs: dict = field(default_factory=dict)
+    sharding: Any = None  # pinn.train.sharding.Sharding: the points split over a mesh
+    micro: int = 1  # micro-batches per step (pinn.train.microbatch)
 
     @staticmethod
     def build(
@@ -362,8 +376,14 @@ class Core:
         key: jax.Array,
         weighting: Any,
         resample_every: int | None,
+        devices: Any = None,
+        micro_batch: int | None = None,
     ) -> tuple[Core, Any]:
-        """The core of a run and the parameters in the optimiser's (PDE-scaled) units."""
+        """The core of a run and the parameters in the optimiser's (PDE-scaled) units.
+
+        ``devices``: None (one device, no mesh), ``"all"`` or a count (the points sharded
+        over a mesh, :mod:`pinn.train.sharding`); ``micro_batch``: at most this many points
+        per device in one pass (gradient accumulation, :mod:`pinn.train.microbatch`)."""
         pde_scale = _PdeScale.of(params)
         if pde_scale.scales:
             terms_fn = _Scaled(terms_fn, pde_scale, 0)
@@ -380,9 +400,18 @@ class Core:
                 "run: the loss is float64 but some parameters are float32; build the model "
                 "inside jax.enable_x64(True) so that all parameters are float64."
             )
+        sharding = make_sharding(devices)
+        if sharding is not None:
+            sharding.check_batch(batch_shape)
+        micro = _micro_count(micro_batch, batch_shape, sharding, weighting)
         core = Core(terms_fn, sample_fn, weighting, list(stages), resample_every,
-                    list(terms_shape), has_aux, dtype, pde_scale, batch_shape)
+                    list(terms_shape), has_aux, dtype, pde_scale, batch_shape,
+                    sharding=sharding, micro=micro)
         return core, params
+
+    def place(self, state: Any) -> Any:
+        """``state`` on the run's devices (the batch sharded); itself without a mesh."""
+        return state if self.sharding is None else self.sharding.place(state)
 
     @functools.cached_property
     def starts(self) -> list[int]:
@@ -397,6 +426,9 @@ class Core:
         return [s.optimizer.make(s.steps) for s in self.stages]
 
     def make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
+        return self.place(self._make_state(params, key, batch, stage))
+
+    def _make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
         return _strong(
             {
                 "params": params,
@@ -419,7 +451,7 @@ class Core:
     def template(self, params: Any, key: jax.Array, stage: int) -> Any:
         """The abstract state of ``stage`` (what a checkpoint is loaded into)."""
         return jax.eval_shape(
-            lambda p, b: self.make_state(p, key, b, stage), params, self.batch_shape
+            lambda p, b: self._make_state(p, key, b, stage), params, self.batch_shape
         )
 
     def call(self, stage: int, state: Any, n: int) -> tuple[Any, dict]:
@@ -429,13 +461,20 @@ class Core:
             s = self.stages[stage]
             self._programs[stage] = _chunk_program(
                 _Program(self.terms_fn, self.sample_fn, self.weighting, s.optimizer, s.steps,
-                         self.resample_every, tuple(self.names), self.has_aux)
+                         self.resample_every, tuple(self.names), self.has_aux,
+                         self.sharding, self.micro)
             )
             t0 = time.perf_counter()
-            jax.block_until_ready(self._programs[stage](state, np.int32(0), np.int32(start)))
+            with self._scope():
+                jax.block_until_ready(self._programs[stage](state, np.int32(0),
+                                                            np.int32(start)))
             self.compile_seconds += time.perf_counter() - t0
-        new_state, report = self._programs[stage](state, np.int32(n), np.int32(start))
+        with self._scope():
+            new_state, report = self._programs[stage](state, np.int32(n), np.int32(start))
         return new_state, jax.device_get(report)
+
+    def _scope(self):
+        return contextlib.nullcontext() if self.sharding is None else self.sharding.scope()
 
     def enter_stage(self, state: Any, stage: int) -> Any:
         """The state at the start of ``stage`` (fresh optimiser; a fresh batch if resampling)."""
@@ -445,22 +484,42 @@ class Core:
             # stages in a row, fits points of its own
             k, sub = jax.random.split(state["key"])
             state = {**state, "key": k, "batch": _strong(self.sample_fn(sub, state["params"]))}
-        return {
+        return self.place({
             **state,
             "opt": _strong(self.txs[stage].init(state["params"])),
             "lr_scale": jnp.ones_like(state["lr_scale"]),
             "status": jnp.asarray(RUNNING, jnp.int32),
             "status_step": jnp.asarray(-1, jnp.int32),
-        }
+        })
 
     def roll_back(self, state: Any, stage: int, factor: float) -> Any:
         """``state`` (the last good one) with the learning rate scaled by ``factor``."""
         state = {**state, "lr_scale": state["lr_scale"] * factor}
         if self.stages[stage].is_lbfgs:  # fresh curvature memory at the good point
             state = {**state, "opt": _strong(self.txs[stage].init(state["params"]))}
-        return state
+        return self.place(state)
 
-    @staticmethod
-    def skip_to(state: Any, step: int) -> Any:
+    def skip_to(self, state: Any, step: int) -> Any:
         """``state`` with its step counter moved to ``step`` (a stage stopped early)."""
-        return {**state, "step": jnp.asarray(step, jnp.int32)}
+        return self.place({**state, "step": jnp.asarray(step, jnp.int32)})
+
+
+def _micro_count(micro_batch: int | None, batch_shape: Any, sharding: Any, weighting: Any) -> int:
+    """Micro-batches per step; refuses a weighting whose terms are not means over points."""
+    if micro_batch is None:
+        return 1
+    if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1:
+        raise ValueError(f"run: micro_batch must be an integer >= 1 (points per micro-batch "
+                         f"and device) or None, got {micro_batch!r}.")
+    m = _micro.count(micro_batch, batch_shape, 1 if sharding is None else sharding.size)
+    from .weighting import Causal
+
+    if m > 1 and isinstance(weighting, Causal):
+        raise ValueError(
+            "run: micro_batch cannot split causally weighted terms (their weights depend on "
+            "every point of the batch); use a larger micro_batch (or none) with Causal, or "
+            "another weighting.")
+    if m > 1 and type(weighting).__name__ == "GradNorm":
+        warn("run: GradNorm recomputes its weights on the whole batch (not in micro-batches); "
+             "its memory is that of one full-batch gradient per term.", RuntimeWarning)
+    return m

@@ -94,7 +94,8 @@ class _Loop:
                 f"{opt_names} starting at {core.starts} and terms {core.names}. Resume with the "
                 "same stages (later stages may change) or start without resume."
             )
-        self.state, _ = load_checkpoint(path, core.template(params, key, stage))
+        state, _ = load_checkpoint(path, core.template(params, key, stage))
+        self.state = core.place(state)
         self.step, self.stage = int(meta["step"]), stage
         info = self.info
         info.start_step, info.resumed_from, info.resume_meta = self.step, path, meta
@@ -310,6 +311,8 @@ def run(
     rollback_factor: float = 0.5,
     handle_signals: bool = True,
     observers: Sequence[Any] | None = None,
+    devices: int | str | None = None,
+    micro_batch: int | None = None,
 ) -> TrainResult:
     """Train ``params`` to minimise the weighted sum of the terms of ``terms_fn``.
 
@@ -349,6 +352,13 @@ def run(
             arguments above make (:class:`Signals`, :class:`NanGuard`, :class:`StallStop`,
             :class:`Evaluation`, :class:`Checkpoints`, :class:`History`, :class:`Progress`,
             :class:`Callback`).
+        devices: ``None`` (one device, no mesh: the single-device program), ``"all"`` or a
+            count: data parallel over a mesh of devices, the points of every batch sharded and
+            everything else replicated (:mod:`pinn.train.sharding`); every point set must be
+            a multiple of the device count.
+        micro_batch: at most this many points per device in one pass: each step streams the
+            batch in equal micro-batches and accumulates the gradient (the full-batch
+            gradient to rounding, :mod:`pinn.train.microbatch`); ``None``: one pass.
 
     Returns:
         :class:`TrainResult`.
@@ -382,7 +392,8 @@ def run(
                 f"pinn.train.Observer for no-op defaults), got {obs!r}."
             )
     core, params = Core.build(terms_fn, params, stages=stages, sample_fn=sample_fn, key=key,
-                              weighting=weighting, resample_every=resample_every)
+                              weighting=weighting, resample_every=resample_every,
+                              devices=devices, micro_batch=micro_batch)
     resume_from = latest_checkpoint(checkpoint_dir) if resume else None
     if resume and resume_from is None:
         log.info("resume: no checkpoint in %s; starting a fresh run", checkpoint_dir)

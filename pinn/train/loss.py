@@ -26,6 +26,7 @@ import numpy as np
 from pinn import conditions as C
 from pinn.conditions import normal_symbols
 from pinn.dsl.evaluate import evaluate_on_points
+from pinn.train.sharding import shard_points
 
 __all__ = ["Points", "Assembly", "assemble", "normal_symbols"]
 
@@ -385,8 +386,9 @@ def _periodic_term(fn, axis, b_val):
 
 def _fixed_points_term(fn, keys, pts, targets, dtype):
     def ev(params, _):
-        x = jnp.asarray(pts, dtype=dtype)
-        y = jnp.asarray(targets, dtype=x.dtype)
+        # on a device mesh, the data are split over the devices like the sampled points
+        x = shard_points(jnp.asarray(pts, dtype=dtype))
+        y = shard_points(jnp.asarray(targets, dtype=x.dtype))
         res = fn(params, x)
         out = jnp.stack([jnp.reshape(res[k], (-1,)) for k in keys], axis=1)
         return _mean_sq(out - y)
