@@ -153,7 +153,7 @@ def tune_malloc() -> bool:
         return False
 
 
-def _overrides(sets, seed=None, precision=None, devices=None) -> list[str]:
+def _overrides(sets, seed=None, precision=None) -> list[str]:
     out = list(sets or [])
     if seed is not None:
         out.append(f"training.seed={seed}")
@@ -453,19 +453,14 @@ def export_(
         raise UserError(f"--params {', '.join(names)}: {sol.problem.name} has no parametric "
                         "(ranged) parameter; its parameters are constants of the graph "
                         "(parametric inputs are not supported yet)")
-    import warnings
-
     try:
-        with warnings.catch_warnings(record=True) as notes:
-            arts = X.export(sol, run_dir / "export" if out is None else out,
-                            formats="all" if format_ == "all" else X.split_outputs(format_),
-                            outputs=X.split_outputs(outputs),
-                            dtypes=X.split_outputs(dtype), source=X.source_of(run_dir),
-                            run=run_dir)
+        arts = X.export(sol, run_dir / "export" if out is None else out,
+                        formats="all" if format_ == "all" else X.split_outputs(format_),
+                        outputs=X.split_outputs(outputs),
+                        dtypes=X.split_outputs(dtype), source=X.source_of(run_dir),
+                        run=run_dir)
     except X.ExportError as exc:
         raise UserError(str(exc)) from None
-    for note in notes:  # one line each, not Python's two
-        _err(f"note: {note.message}")
     for a in arts:
         errs = ", ".join(f"{k} {v:.2e}" for k, v in a.check["rel_l2"].items())
         _out(f"{a.path} ({a.meta['bytes'] / 1024:.0f} KiB, {a.meta['dtype']}"
