@@ -106,11 +106,14 @@ def cpu(args) -> str:
         "in its own process with `XLA_FLAGS=--xla_force_host_platform_device_count=D`.",
         "",
         "**Read this first.** Forced host devices are not more hardware: on this machine the "
-        f"{len(devs)} 'devices' share the same {os.cpu_count()} CPU cores (XLA's CPU backend "
+        f"up to {max(devs)} 'devices' share the same {os.cpu_count()} CPU cores (XLA's CPU backend "
         "already uses every core for one device), so no speed-up is expected and the numbers "
         "measure the overhead of the sharded program (the all-reduce of the gradient, the "
         "per-shard sampling). They show that the program scales correctly, not how fast it "
-        "would be on several GPUs; `benchmarks/gpu_check.sh` has the GPU rows.",
+        "would be on several GPUs; `benchmarks/gpu_check.sh` has the GPU rows. Here the "
+        "sharded program is several times slower: each forced device is a thread of one "
+        "process, and the collectives (the gradient's all-reduce every step, L-BFGS's line "
+        "search values) synchronise them on the same two cores.",
         "",
         f"## Strong scaling ({args.strong:,} interior points in all)",
         "", *_table(strong), "",
