@@ -453,14 +453,19 @@ def export_(
         raise UserError(f"--params {', '.join(names)}: {sol.problem.name} has no parametric "
                         "(ranged) parameter; its parameters are constants of the graph "
                         "(parametric inputs are not supported yet)")
+    import warnings
+
     try:
-        arts = X.export(sol, run_dir / "export" if out is None else out,
-                        formats="all" if format_ == "all" else X.split_outputs(format_),
-                        outputs=X.split_outputs(outputs),
-                        dtypes=X.split_outputs(dtype), source=X.source_of(run_dir),
-                        run=run_dir)
+        with warnings.catch_warnings(record=True) as notes:
+            arts = X.export(sol, run_dir / "export" if out is None else out,
+                            formats="all" if format_ == "all" else X.split_outputs(format_),
+                            outputs=X.split_outputs(outputs),
+                            dtypes=X.split_outputs(dtype), source=X.source_of(run_dir),
+                            run=run_dir)
     except X.ExportError as exc:
         raise UserError(str(exc)) from None
+    for note in notes:  # one line each, not Python's two
+        _err(f"note: {note.message}")
     for a in arts:
         errs = ", ".join(f"{k} {v:.2e}" for k, v in a.check["rel_l2"].items())
         _out(f"{a.path} ({a.meta['bytes'] / 1024:.0f} KiB, {a.meta['dtype']}"

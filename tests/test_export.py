@@ -208,6 +208,8 @@ def test_reduced_precision_is_measured_and_bounded(exported):
         assert err["u_t - alpha*laplacian(u)"] <= 1e-1, (kind, err)  # cancellation: looser
     q = json.loads(heat[("onnx", "int8")].sidecar.read_text())
     assert q["quantization"] and q["dtype"] == "float32"
+    done, _, total = q["quantized_matmuls"].partition(" of ")
+    assert 0 < int(done) <= int(total)  # the weights of the network's layers, at least
     assert 0 < q["check"]["rel_l2"]["u"] <= 5e-2, q["check"]
     # the quantised file is smaller than the float32 one
     assert heat[("onnx", "int8")].path.stat().st_size < heat[("onnx", "float32")].path.stat(

@@ -17,6 +17,9 @@ import numpy as np
 
 __all__ = ["ExportError", "Graph", "build_graph", "in_dtype", "split_outputs", "DTYPES"]
 
+#: constants up to this many elements computed from constants are folded into one
+_FOLD_MAX = 1 << 22
+
 #: compute precisions of an export (int8: ONNX dynamic quantisation of the weights)
 DTYPES = ("float32", "float16", "bfloat16", "int8")
 
@@ -140,7 +143,11 @@ def _is_float(dtype) -> bool:
 def in_dtype(closed, dtype: str, io_dtype=None):
     """``f(points) -> values``: the jaxpr ``closed`` replayed with every floating value
     (inputs, constants, literals, dtype parameters) in ``dtype``; ``points`` come in and
-    ``values`` go out as ``io_dtype`` (default: the jaxpr's own)."""
+    ``values`` go out as ``io_dtype`` (default: the jaxpr's own). Operations on constants
+    alone (of a static shape) are computed during the replay, so the graph holds weights,
+    not the recipe for them. Only first-order primitives and ``jit`` / ``custom_jvp``
+    calls (inlined) are replayed: a control-flow primitive is an :class:`ExportError`."""
+    import jax
     import jax.numpy as jnp
     from jax.extend import core as jcore
 
@@ -149,11 +156,34 @@ def in_dtype(closed, dtype: str, io_dtype=None):
     def cast(v):
         a = v.val if isinstance(v, jcore.Literal) else v
         dt = getattr(a, "dtype", None)
+        if isinstance(a, jax.core.Tracer):
+            return a.astype(target) if _is_float(dt) and dt != target else a
         if dt is not None and _is_float(dt) and dt != target:
-            return jnp.asarray(a).astype(target)
+            return np.asarray(a).astype(target)
         if isinstance(a, float):
-            return jnp.asarray(a, target)
+            return np.asarray(a, target)
         return a
+
+    def constant(vals) -> bool:
+        return all(not isinstance(x, jax.core.Tracer) for x in vals)
+
+    def bind(eqn, invals):
+        params = fix_params(eqn.params)
+        static = all(isinstance(d, int) for v in eqn.outvars for d in v.aval.shape)
+        if invals and static and constant(invals):
+            # weights only (a factorised weight, scaled Fourier features, the input map):
+            # computed once here, so that the graph holds the result as a constant, which
+            # onnxruntime's int8 quantisation needs of a MatMul's weights
+            try:
+                with jax.ensure_compile_time_eval():
+                    outs = eqn.primitive.bind(*invals, **params)
+                vals = outs if eqn.primitive.multiple_results else [outs]
+                if all(np.size(o) <= _FOLD_MAX for o in vals):
+                    return [np.asarray(o) for o in vals]
+            except (TypeError, ValueError, jax.errors.JAXTypeError):
+                pass  # a primitive that cannot run eagerly: it stays in the graph
+        outs = eqn.primitive.bind(*invals, **params)
+        return outs if eqn.primitive.multiple_results else [outs]
 
     def fix_params(params):
         out = {}
@@ -186,9 +216,7 @@ def in_dtype(closed, dtype: str, io_dtype=None):
                     raise ExportError(
                         f"the graph has a {eqn.primitive.name} (a control-flow primitive) "
                         f"that a {dtype} export cannot rewrite; export float32")
-                outs = eqn.primitive.bind(*invals, **fix_params(eqn.params))
-                if not eqn.primitive.multiple_results:
-                    outs = [outs]
+                outs = bind(eqn, invals)
             for v, o in zip(eqn.outvars, outs, strict=True):
                 env[v] = o
         return [read(v) for v in jaxpr.outvars]

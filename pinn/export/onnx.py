@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
 __all__ = ["SUFFIX", "OPSET", "INPUT", "OUTPUT", "require", "write", "load"]
@@ -159,9 +160,18 @@ def _quantize_int8(model, path: Path) -> dict:
         data = dst.read_bytes()
     from pinn.io import write_bytes
 
+    onnx = require("onnx")
+    matmuls = sum(n.op_type == "MatMul" for n in model.graph.node)
+    done = sum(n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul")
+               for n in onnx.load_from_string(data).graph.node)
+    if not done:
+        warnings.warn(f"{Path(path).name}: onnxruntime quantised none of the {matmuls} "
+                      "MatMul(s) (no constant weights); the file is the float32 model",
+                      stacklevel=3)
     write_bytes(path, data)
     return {"quantization": "onnxruntime dynamic quantisation: MatMul weights int8 "
-                            "(per tensor), activations quantised per call; float32 in and out"}
+                            "(per tensor), activations quantised per call; float32 in and out",
+            "quantized_matmuls": f"{done} of {matmuls}"}
 
 
 def write(graph, path: str | os.PathLike, dtype: str = "float32") -> dict:

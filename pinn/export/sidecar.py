@@ -4,15 +4,19 @@
 
 - ``format``: ``"pinn-export"``, ``version``: 1, ``kind``: ``"stablehlo"`` or ``"onnx"``,
   ``artefact``: the file's name, ``sha256``: its digest, ``bytes``: its size;
-- ``inputs``: the columns of ``points[N, d]`` (the coordinates in order, then the
-  parametric inputs, listed again in ``parametric_inputs``); ``outputs``: the columns of
+- ``inputs``: the columns of ``points[N, d]`` (the coordinates in order, listed again in
+  ``coordinates``, then the parametric inputs, in ``parametric_inputs``: none until
+  ranged parameters exist); ``outputs``: the columns of
   ``values[N, k]``; ``expressions``: each output's expression in the PDE language;
 - ``io_dtype`` (always ``float32``), ``dtype`` (the precision inside the graph),
   ``quantization`` (``null`` or how the weights were quantised);
 - ``normalisation``: the units of the inputs and outputs and the box the graph maps to
   ``[-1, 1]`` itself; ``parameters``: the PDE parameters baked into the graph;
-- ``check``: the artefact run on the run's evaluation grid against the float32 model
-  (:meth:`pinn.Solution.evaluate`): ``rel_l2`` and ``max_abs`` per output;
+- ``check``: the artefact run on the run's evaluation grid against the trained model
+  (:meth:`pinn.Solution.evaluate`, in the run's precision): ``rel_l2`` and ``max_abs`` per
+  output, the number of ``points`` and the ``grid`` shape;
+- ``stablehlo`` (platforms, calling convention version, shapes) or ``onnx`` (opset,
+  input and output names), ``trained_precision``, ``calling_convention`` (in words);
 - ``versions`` (JAX, jaxlib, pinn and the exporter's libraries), ``problem``, ``run``,
   ``created`` and ``source``: the problem's source text (the run's ``config.yaml``).
 
