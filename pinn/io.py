@@ -157,15 +157,20 @@ def run_folder(base: str | os.PathLike | None, name: str, resume: bool, suffix: 
     return first.parent / f"{first.name}-{k}"
 
 
+#: Training settings a resumed run may change: more steps, and how the same steps are run.
+_RESUMABLE = ("stages", "devices", "micro_batch", "chunk", "eval_every", "checkpoint_every")
+
+
 def _without_stages(d: dict) -> dict:
-    training = {k: v for k, v in (d.get("training") or {}).items() if k != "stages"}
+    training = {k: v for k, v in (d.get("training") or {}).items() if k not in _RESUMABLE}
     return {**d, "training": training}
 
 
 def write_config(run_dir: str | os.PathLike, resolved: dict, *, resume: bool = False,
                  header: str = "") -> Path:
     """``config.yaml`` of a run (the resolved configuration). On ``resume`` the problem
-    must be the one the run started with (more steps are fine): ``ValueError`` otherwise."""
+    must be the one the run started with (more steps, another device count or chunk size
+    are fine): ``ValueError`` otherwise."""
     import yaml
 
     path = Path(run_dir) / "config.yaml"
