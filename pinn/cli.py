@@ -153,7 +153,7 @@ def tune_malloc() -> bool:
         return False
 
 
-def _overrides(sets, seed=None, precision=None) -> list[str]:
+def _overrides(sets, seed=None, precision=None, devices=None) -> list[str]:
     out = list(sets or [])
     if seed is not None:
         out.append(f"training.seed={seed}")
