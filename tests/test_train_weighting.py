@@ -109,7 +109,7 @@ def test_adam_schedules_closed_form():
         Adam(decay="linear")
     with pytest.raises(ValueError, match="lr"):
         Adam(lr=-1.0)
-    with pytest.raises(TypeError, match="optimiser object"):
+    with pytest.raises(TypeError, match="must be a pinn optimiser .* got .adam."):
         Stage("adam", 10)
     with pytest.raises(ValueError, match="steps"):
         Stage(LBFGS(), 0)
