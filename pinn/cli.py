@@ -4,6 +4,8 @@
     pinn validate problems/heat2d.yaml       # check the file (and its exact solution)
     pinn fem problems/heat2d.yaml            # classical FEM baseline, same problem
     pinn compare problems/heat2d.yaml        # PINN vs FEM, one table
+    pinn export runs/heat2d --format all     # StableHLO / ONNX graphs that run without pinn
+    pinn sweep problems/heat2d.yaml --vary training.seed=0..3
 
 Exit codes: 0 success, 2 bad input (one line on stderr, no traceback), 1 an
 internal error, 130 interrupted (the checkpoint is kept; ``--resume`` goes on).
@@ -380,9 +382,9 @@ def predict(
         return EXIT_OK
     sol = _load_run(run_dir)
     pts = _user(io.read_points, points, [c.name for c in sol.problem.coords])
-    exprs = _split_outputs(outputs)
-    if outputs is not None and not exprs:
-        raise UserError(f"--outputs {outputs!r}: name at least one field or expression")
+    from pinn.dsl.parser import split_expressions
+
+    exprs = None if outputs is None else _user(split_expressions, outputs)
     values = _user(sol.evaluate, pts, None if exprs is None else {e: e for e in exprs})
     text = io.write_values(out, pts, [c.name for c in sol.problem.coords], values,
                            digits=17 if sol.precision == 64 else 9)
@@ -391,22 +393,6 @@ def predict(
     if out is not None:
         _out(f"wrote {len(pts)} rows to {out}")
     return EXIT_OK
-
-
-def _split_outputs(text: str | None) -> list[str] | None:
-    """``"u,u_x,max(u, 0)"`` -> ``["u", "u_x", "max(u, 0)"]`` (commas in brackets stay)."""
-    if text is None:
-        return None
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        depth += (ch in "([{") - (ch in ")]}")
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur.strip())
-    return [o for o in out if o]
 
 
 # ---------------------------------------------------------------------------
@@ -559,31 +545,20 @@ def info(
     lines = S.environment_lines(d)
     if file is not None:
         sets = list(set_ or [])
-        d["memory"] = mem = _memory_per_point(file, sets)
+        import pinn
+
+        built = _load(file, sets)
+        d["memory"] = mem = pinn.setup(built.problem, built.model(), built.training(),
+                                       precision=built.precision,
+                                       progress=False).memory_per_point()
         fits = mem["points_that_fit"]
-        lines.append(f"memory per point ({_load(file, sets).name}, one gradient step, "
+        lines.append(f"memory per point ({built.name}, one gradient step, "
                      f"{mem['points']} points): {mem['bytes_per_point'] / 1024:.1f} KiB"
                      + (f"; about {fits:,} points fit on {mem['device']} (training."
                         "micro_batch streams more)" if fits else
                         f"; {mem['device']} does not report its memory"))
     _out(json.dumps(d) if json_ else "\n".join(lines))
     return EXIT_OK
-
-
-def _memory_per_point(file: Path, sets) -> dict:
-    """:func:`pinn.train.microbatch.memory_per_point` of the problem's first batch."""
-    import jax
-
-    import pinn
-    from pinn.train.microbatch import memory_per_point
-    from pinn.training import precision_scope
-
-    built = _load(file, sets)
-    run = pinn.setup(built.problem, built.model(), built.training(), precision=built.precision,
-                     progress=False)
-    with precision_scope(built.precision):
-        batch = run.assembly.sample_fn(run.key, run.params)
-        return memory_per_point(run.assembly.terms_fn, run.params, jax.device_get(batch))
 
 
 # ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pinn.report.metrics import peak_memory_mb
 from pinn.solution import Solution, build_network
 from pinn.train import Fixed, run
 from pinn.train.loss import Assembly, assemble
+from pinn.train.microbatch import memory_per_point
 from pinn.train.weighting import Causal, with_term_weights
 from pinn.training import Training, precision_scope
 
@@ -72,6 +73,13 @@ class Run:
                     resume=self.resume, evaluate=self.evaluate, eval_every=t.eval_every,
                     progress=self.progress, devices=t.devices, micro_batch=t.micro_batch,
                     **({"observers": list(self.observers)} if self.observers else {}))
+
+    def memory_per_point(self) -> dict:
+        """XLA's memory estimate of one gradient step of this run, per collocation point
+        (:func:`pinn.train.microbatch.memory_per_point` on the run's first batch)."""
+        with precision_scope(self.precision):
+            batch = self.assembly.sample_fn(self.key, self.params)
+            return memory_per_point(self.assembly.terms_fn, self.params, jax.device_get(batch))
 
     def train(self, **loop_overrides) -> Solution:
         """Train, score on the evaluation grid, and (with ``out_dir``) save the run folder.

@@ -54,7 +54,8 @@ from dataclasses import dataclass
 
 from pinn.dsl import expr as E
 
-__all__ = ["parse", "ParseError", "Namespace", "MAX_LENGTH", "MAX_DEPTH", "RESERVED"]
+__all__ = ["parse", "ParseError", "Namespace", "MAX_LENGTH", "MAX_DEPTH", "RESERVED",
+           "split_expressions"]
 
 #: Longest accepted input, in characters.
 MAX_LENGTH = 10_000
@@ -778,3 +779,21 @@ def parse(text: str | E.ExprLike, namespace: object = None) -> E.Expr:
     except RecursionError:  # a safety net: the nesting limits keep well below the stack
         raise ParseError(f"expression nested too deeply (at most {MAX_DEPTH} levels)",
                          text, 1) from None
+
+
+def split_expressions(text: str) -> list[str]:
+    """``"u,v,D(u, x)"`` -> ``["u", "v", "D(u, x)"]``: a comma-separated list of expressions
+    (commas inside brackets do not split). An empty entry is a ``ValueError``."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    if any(not s for s in out):
+        raise ValueError(f"{text!r} has an empty entry; give names or expressions separated "
+                         "by commas, e.g. u,v,u_x")
+    return out

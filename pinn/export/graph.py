@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from pinn.dsl.parser import split_expressions
+
 __all__ = ["ExportError", "Graph", "build_graph", "in_dtype", "split_outputs", "DTYPES"]
 
 #: constants up to this many elements computed from constants are folded into one
@@ -35,22 +37,10 @@ def split_outputs(text: str | Sequence[str] | None) -> list[str] | None:
         return None
     if not isinstance(text, str):
         return [s for t in text for s in (split_outputs(t) or [])]
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur).strip())
-    if any(not s for s in out):
-        raise ExportError(f"--outputs {text!r} has an empty entry; give names or expressions "
-                          "separated by commas, e.g. u,v,u_x")
-    return out
+    try:
+        return split_expressions(text)
+    except ValueError as exc:
+        raise ExportError(f"--outputs {exc}") from None
 
 
 @dataclass
