@@ -1,4 +1,4 @@
-"""Run a pinn StableHLO export with jax alone (no pinn):
+"""Run a pinn StableHLO export with jax alone (no pinn; `pip install jax flatbuffers`):
 
     python load_stablehlo.py heat2d.stablehlo points.csv [values.npy]
 

@@ -35,6 +35,11 @@ def write(graph, path: str | os.PathLike, dtype: str = "float32") -> dict:
     if dtype == "int8":
         raise ExportError("int8 is an ONNX quantisation (onnxruntime); export StableHLO "
                           "as float32, float16 or bfloat16")
+    try:
+        import flatbuffers  # noqa: F401 - jax.export serializes with it
+    except ImportError:
+        raise ExportError("StableHLO serialization needs flatbuffers (a dependency of pinn): "
+                          "pip install flatbuffers") from None
     with precision_scope(graph.precision):
         spec = jax.ShapeDtypeStruct(graph.spec.shape, jnp.float32)
         fn = in_dtype(graph.closed, dtype, io_dtype=jnp.float32)

@@ -1,0 +1,263 @@
+"""The ``pinn`` command line: a thin shell over the Python API.
+
+    pinn solve problems/heat2d.yaml          # train, evaluate, plot, report
+    pinn validate problems/heat2d.yaml       # check the file (and its exact solution)
+    pinn fem problems/heat2d.yaml            # classical FEM baseline, same problem
+    pinn compare problems/heat2d.yaml        # PINN vs FEM, one table
+    pinn export runs/heat2d --format all     # StableHLO / ONNX graphs that run without pinn
+    pinn sweep problems/heat2d.yaml --vary training.seed=0..3
+
+Exit codes: 0 success, 2 bad input (one line on stderr, no traceback), 1 an
+internal error, 130 interrupted (the checkpoint is kept; ``--resume`` goes on).
+Set ``PINN_DEBUG=1`` to see tracebacks; ``PINN_MALLOC=1`` tunes glibc's
+allocator (see :func:`tune_malloc`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.exceptions import TyperException
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UserError(Exception):
+    """Bad input found by the CLI itself (a missing run folder, a bad points file)."""
+
+
+app = typer.Typer(
+    name="pinn",
+    help="Physics-informed neural networks in JAX: one PDE description, PINN and FEM.\n\n"
+         "\b\nExamples:\n"
+         "  pinn solve problems/heat2d.yaml       # train, evaluate, plot, report\n"
+         "  pinn validate problems/heat2d.yaml    # check a file and its exact solution\n"
+         "  pinn fem problems/heat2d.yaml         # finite-element baseline\n"
+         "  pinn compare problems/heat2d.yaml     # PINN vs FEM, one table\n"
+         "  pinn export runs/heat2d --format all  # graphs that run without pinn\n"
+         "  pinn sweep problems/heat2d.yaml --vary training.seed=0..3",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+def _examples(*lines: str) -> str:
+    """An epilog that click prints verbatim (``\\b`` stops re-wrapping)."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
+SetOpt = Annotated[list[str] | None, typer.Option(
+    "--set", "-s", metavar="KEY=VALUE",
+    help="Override a value of the file, e.g. training.stages.0.steps=500 (repeatable; "
+         "values are YAML: 1e-3, true, [1, 2]).")]
+FileArg = Annotated[Path, typer.Argument(help="Problem file (YAML).", show_default=False)]
+RunArg = Annotated[Path, typer.Argument(help="A run folder written by `pinn solve`.",
+                                        show_default=False)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary: "
+                                        "errors only (on stderr).")]
+LogFormatOpt = Annotated[str, typer.Option(
+    "--log-format", metavar="auto|bar|plain|json",
+    help="How training progress is shown on stderr: auto (a bar on a terminal, timestamped "
+         "lines when piped), bar, plain (a timestamped line every few seconds) or json (one "
+         "JSON object a line).")]
+LogOpt = Annotated[list[str] | None, typer.Option(
+    "--log", metavar="tensorboard",
+    help="Also log the training scalars: tensorboard (event files in RUN/tensorboard; needs "
+         "pip install 'pinn[tensorboard]'). Repeatable.")]
+_LOG_FORMATS = ("auto", "bar", "plain", "json")
+_LOGGERS = ("tensorboard",)
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from pinn import __version__
+
+        sys.stdout.write(f"pinn {__version__}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+):
+    """Physics-informed neural networks in JAX: one PDE description, PINN and FEM."""
+
+
+
+
+
+
+def _out_opt(default: str) -> typer.Option:
+    return typer.Option("--out", "-o", help=f"Output folder (default: {default}).")
+
+
+def _err(msg: str) -> None:
+    """One line on stderr."""
+    line = " ".join(str(msg).split("\n")[0].split())
+    sys.stderr.write(f"pinn: {line}\n")
+    sys.stderr.flush()
+
+
+def _out(msg: str = "", quiet: bool = False) -> None:
+    if not quiet:
+        sys.stdout.write(msg + "\n")
+        sys.stdout.flush()
+
+
+def tune_malloc() -> bool:
+    """``PINN_MALLOC=1``: keep large buffers in glibc's heap (``mallopt``: no mmap, no
+    trimming). Off by default: no measurable gain for ``pinn`` (benchmarks/SPEED.md)."""
+    if os.environ.get("PINN_MALLOC", "0").strip().lower() not in ("1", "on", "true", "yes"):
+        return False
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_max = -1, -4
+        return bool(libc.mallopt(m_mmap_max, 0) == 1 and
+                    libc.mallopt(m_trim_threshold, 2**30) == 1)
+    except (OSError, AttributeError):
+        return False
+
+
+def _overrides(sets, seed=None, precision=None, devices=None) -> list[str]:
+    out = list(sets or [])
+    if seed is not None:
+        out.append(f"training.seed={seed}")
+    if precision is not None:
+        out.append(f"training.precision={precision}")
+    if devices is not None:
+        out.append(f"training.devices={devices}")
+    return out
+
+
+def _load(file: Path, sets):
+    from pinn import config
+
+    if not file.exists():
+        raise UserError(f"{file}: no such file")
+    return config.load(str(file), sets)
+
+
+def _user(fn, *args, **kwargs):
+    """Call a library function whose ValueError is the user's (a path, a folder)."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _prepare(built, out: Path | None, resume: bool, suffix: str = "") -> Path:
+    """The run folder, with its ``config.yaml`` written."""
+    from pinn import io
+
+    run_dir = _user(io.run_folder, out, built.name, resume, suffix)
+    _user(io.write_config, run_dir, built.resolved(), resume=resume,
+          header=f"# resolved configuration of {built.name} (every default filled in); "
+                 "`pinn solve` accepts this file as is\n")
+    return run_dir
+
+
+def _errors_line(m: dict) -> str:
+    errs = ", ".join(f"{k} {v:.3e}" for k, v in (m.get("rel_l2") or {}).items())
+    return f"; relative L2: {errs}" if errs else ""
+
+
+def _load_run(run_dir: Path):
+    from pinn.solution import Solution
+
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run folder")
+    if not any((run_dir / f).exists() for f in ("solution.json", "solution.pkl")):
+        raise UserError(f"{run_dir}: no solution.json (the run did not finish; resume it with "
+                        "`pinn solve FILE --out DIR --resume`)")
+    try:
+        return Solution.load(run_dir)
+    except (ValueError, FileNotFoundError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _run_config(run_dir: Path) -> dict:
+    import yaml
+
+    p = run_dir / "config.yaml"
+    return (yaml.safe_load(p.read_text(encoding="utf-8")) or {}) if p.exists() else {}
+
+
+def _subcommand(args: list[str]) -> None:
+    """Run ``pinn ARGS`` in a child process; its errors become ours."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "pinn.cli", *args], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        msg = lines[-1].removeprefix("pinn: ") if lines else f"exit code {proc.returncode}"
+        if proc.returncode == EXIT_INPUT:
+            raise UserError(f"pinn {args[0]}: {msg}")
+        raise RuntimeError(f"pinn {args[0]} failed: {msg}")
+
+
+# ---------------------------------------------------------------------------
+# entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit code (the console script exits with it)."""
+    tune_malloc()
+    debug = os.environ.get("PINN_DEBUG", "") not in ("", "0")
+    try:
+        rv = app(args=argv, prog_name="pinn", standalone_mode=False)
+        return rv if isinstance(rv, int) else EXIT_OK
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    except TyperException as exc:  # click's usage errors (typer vendors click)
+        if debug:
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            sys.stdout.write(exc.format_message() + "\n")
+            return EXIT_INPUT
+        code = getattr(exc, "exit_code", EXIT_INPUT)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if getattr(ctx, "command_path", None) else ""
+        _err(exc.format_message() + hint)
+        return EXIT_INPUT if code == 2 else code
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    except UserError as exc:
+        _err(str(exc))
+        return EXIT_INPUT
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 1
+        from pinn.config import ConfigError
+
+        if isinstance(exc, ConfigError):
+            _err(str(exc))
+            return EXIT_INPUT
+        if debug:
+            raise
+        _err(f"internal error: {type(exc).__name__}: {exc} (set PINN_DEBUG=1 for the "
+             "traceback; please report it)")
+        return EXIT_INTERNAL
+
+
+# the commands register themselves on `app` when their modules are imported (in the order
+# `pinn --help` lists them)
+for _group in ("train", "baseline", "deploy"):
+    importlib.import_module(f"pinn.cli.{_group}")

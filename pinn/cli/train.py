@@ -1,0 +1,271 @@
+"""``pinn solve``, ``validate``, ``plot``, ``predict``, ``info``: training a PINN and using it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pinn.cli import (
+    _LOG_FORMATS,
+    _LOGGERS,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    FileArg,
+    JsonOpt,
+    LogFormatOpt,
+    LogOpt,
+    QuietOpt,
+    RunArg,
+    SetOpt,
+    UserError,
+    _err,
+    _errors_line,
+    _examples,
+    _load,
+    _load_run,
+    _out,
+    _out_opt,
+    _overrides,
+    _prepare,
+    _run_config,
+    _user,
+    app,
+)
+
+
+def _check_logs(log_format: str, logs) -> None:
+    if log_format not in _LOG_FORMATS:
+        raise UserError(f"--log-format {log_format!r}: use one of {', '.join(_LOG_FORMATS)}")
+    bad = [name for name in logs or () if name not in _LOGGERS]
+    if bad:
+        raise UserError(f"--log {bad[0]!r}: use one of {', '.join(_LOGGERS)}")
+    if "tensorboard" in (logs or ()):
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboardX") is None:
+            raise UserError("--log tensorboard needs tensorboardX: pip install "
+                            "'pinn[tensorboard]' (or pip install tensorboardX)")
+
+
+def _progress_observers(quiet: bool, log_format: str, logs, run_dir: Path) -> list:
+    """The progress observer ``--log-format`` asks for and the loggers of ``--log``."""
+    _check_logs(log_format, logs)
+    from pinn.train import Progress
+
+    chosen = [] if quiet else [Progress(format=log_format)]
+    if "tensorboard" in (logs or ()):
+        from pinn.train import TensorBoard
+
+        try:
+            chosen.append(TensorBoard(run_dir / "tensorboard"))
+        except ImportError as exc:
+            raise UserError(f"--log tensorboard: {exc}") from None
+    return chosen
+
+
+@app.command(epilog=_examples(
+    "pinn solve problems/heat2d.yaml",
+    "pinn solve problems/burgers1d.yaml --set training.stages.0.steps=500 --seed 1",
+    "pinn solve problems/heat2d.yaml --precision 64 --out runs/heat64",
+    "pinn solve problems/heat2d.yaml --out runs/heat64 --resume      # after Ctrl-C"))
+def solve(
+    file: FileArg,
+    out: Annotated[Path | None, _out_opt("runs/<name>, or runs/<name>-2, ...")] = None,
+    set_: SetOpt = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed (training.seed).")] = None,
+    precision: Annotated[int | None, typer.Option(help="32 or 64 (training.precision).")
+                         ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint "
+                                         "in the run folder.")] = False,
+    devices: Annotated[str | None, typer.Option(
+        help="Data parallel over devices: 'all' or a count, the points sharded "
+             "(training.devices).")] = None,
+    quiet: QuietOpt = False,
+    log_format: LogFormatOpt = "auto",
+    log: LogOpt = None,
+):
+    """Train a PINN on a problem file and write a run folder (config, metrics, plots, report)."""
+    from pinn.train.progress import resolve_format
+
+    _check_logs(log_format, log)
+    if not quiet and resolve_format(log_format) in ("plain", "json"):
+        _out(f"{file}: reading the problem")  # piped: say at once that something happens
+    built = _load(file, _overrides(set_, seed, precision, devices))
+    model, training = built.model(), built.training()
+    run_dir = _prepare(built, out, resume)
+    _out(f"{built.name}: training in float{built.precision}, {training.steps} steps -> "
+         f"{run_dir}", quiet)
+    import pinn
+
+    ev = built.spec.evaluation
+    observers = _progress_observers(quiet, log_format, log, run_dir)
+    run = pinn.setup(built.problem, model, training, precision=built.precision,
+                     out_dir=run_dir, resume=resume, progress=False, observers=observers,
+                     resolution=ev.resolution, snapshots=ev.snapshots)
+    try:
+        sol = run.train()
+    except KeyboardInterrupt as exc:
+        ckpt_dir = run_dir / "checkpoints"
+        if getattr(exc, "checkpoint", None) or (ckpt_dir.is_dir() and any(ckpt_dir.iterdir())):
+            where = f" at step {exc.step}" if getattr(exc, "step", None) is not None else ""
+            _err(f"interrupted{where}, checkpoint kept; continue with: pinn solve {file} "
+                 f"--out {run_dir} --resume")
+        else:
+            _err("interrupted before the first checkpoint; nothing to resume")
+        return EXIT_INTERRUPTED
+    m = sol.metrics
+    learned = ", ".join(f"{k}={v:.6g}" for k, v in m.get("params", {}).items())
+    _out(f"done in {m['wall_seconds']:.1f} s" + _errors_line(m)
+         + (f"; learned {learned}" if learned else ""), quiet)
+    _out(f"report: {run_dir / 'report.md'}", quiet)
+    return EXIT_OK
+
+
+@app.command(epilog=_examples("pinn validate problems/heat2d.yaml",
+                             "pinn validate problems/wave1d.yaml --json",
+                             "pinn validate my.yaml --set params.alpha=0.1"))
+def validate(
+    file: FileArg,
+    json_: JsonOpt = False,
+    set_: SetOpt = None,
+    check: Annotated[bool, typer.Option("--check/--no-check", help="Run the manufactured-"
+                                        "solution check when the file has an exact "
+                                        "solution.")] = True,
+):
+    """Check a problem file; with an exact solution, run the manufactured-solution check.
+
+    The check evaluates every equation and condition on the exact solution in
+    float64 and reports the largest residual of each; a wrong sign or a typo
+    shows up as a residual of the size of the terms.  Exit code 2 when the file
+    is invalid or a residual is too large.
+    """
+    from pinn import config
+
+    try:
+        built = _load(file, _overrides(set_))
+    except config.ConfigError as exc:
+        if json_:
+            sys.stdout.write(json.dumps(exc.as_dict()) + "\n")
+            _err(str(exc))
+            return EXIT_INPUT
+        raise
+    from pinn.io import clean_json
+    from pinn.report import summary as S
+
+    result = S.validation(built, file, check)
+    failed = [c for c in result["checks"] if not c.ok]
+    _out(json.dumps(clean_json({k: v for k, v in result.items() if k != "checks"}))
+         if json_ else "\n".join(S.validation_lines(file, result, check, built.problem)))
+    if failed:
+        names = ", ".join(c.name for c in failed)
+        _err(f"{file}: the exact solution does not satisfy {names} (largest residual "
+             f"{max(c.max_residual for c in failed):.3e}); check signs and coefficients")
+        return EXIT_INPUT
+    return EXIT_OK
+
+
+@app.command(epilog=_examples("pinn plot runs/heat2d"))
+def plot(
+    run_dir: RunArg,
+    resolution: Annotated[int | None, typer.Option(help="Grid points per axis (default: "
+                                                   "the run's evaluation.resolution).")] = None,
+):
+    """Redraw the plots, metrics and report of a finished run."""
+    sol = _load_run(run_dir)
+    ev = _run_config(run_dir).get("evaluation") or {}
+    if resolution is not None:
+        sol.rescore(resolution)
+    sol.save(run_dir, snapshots=ev.get("snapshots", 4))
+    m = json.loads((run_dir / "metrics.json").read_text())
+    _out(f"wrote {len(m.get('plots', []))} plot(s) and {run_dir / 'report.md'}")
+    return EXIT_OK
+
+
+@app.command(epilog=_examples("pinn predict runs/heat2d --points pts.csv    # CSV on stdout",
+                             "pinn predict runs/heat2d --points pts.npz --out values.npz",
+                             "pinn predict runs/heat2d/export/heat2d.onnx --points pts.csv"))
+def predict(
+    run_dir: Annotated[Path, typer.Argument(
+        help="A run folder written by `pinn solve`, or a file written by `pinn export` "
+             "(.stablehlo, .onnx; its sidecar next to it).", show_default=False)],
+    points: Annotated[Path, typer.Option("--points", "-p", help="CSV (header naming the "
+                                         "coordinates) or NPZ ('points' [N, d]).",
+                                         show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output .csv or .npz "
+                                             "(default: CSV on stdout).")] = None,
+    outputs: Annotated[str | None, typer.Option(
+        "--outputs", help="Comma-separated fields or expressions to evaluate, e.g. "
+                          "u,u_x,\"u_t - alpha*laplacian(u)\" (default: the fields; run "
+                          "folders only).")] = None,
+):
+    """Evaluate a trained solution (or an exported one) at given points.
+
+    Values print with the digits the run's precision holds: 9 significant digits for a
+    float32 run, 17 for a float64 run.
+    """
+    from pinn import io
+
+    if run_dir.is_file():  # an exported graph: the columns its sidecar names
+        from pinn import export as X
+
+        graph = _user(X.load, run_dir)
+        pts = _user(io.read_points, points, graph.inputs)
+        text = io.write_values(out, pts, graph.inputs, graph.evaluate(pts))
+        if text is not None:
+            sys.stdout.write(text)
+        if out is not None:
+            _out(f"wrote {len(pts)} rows to {out}")
+        return EXIT_OK
+    sol = _load_run(run_dir)
+    pts = _user(io.read_points, points, [c.name for c in sol.problem.coords])
+    from pinn.dsl.parser import split_expressions
+
+    exprs = None if outputs is None else _user(split_expressions, outputs)
+    values = _user(sol.evaluate, pts, None if exprs is None else {e: e for e in exprs})
+    text = io.write_values(out, pts, [c.name for c in sol.problem.coords], values,
+                           digits=17 if sol.precision == 64 else 9)
+    if text is not None:
+        sys.stdout.write(text)
+    if out is not None:
+        _out(f"wrote {len(pts)} rows to {out}")
+    return EXIT_OK
+
+
+@app.command(epilog=_examples("pinn info",
+                             "pinn info problems/heat2d.yaml     # + memory per point",
+                             "pinn info problems/ns_cavity.yaml --set training.points."
+                             "interior=65536 --json"))
+def info(
+    file: Annotated[Path | None, typer.Argument(
+        help="A problem file: also measure the memory per collocation point of one "
+             "gradient step (and how many points fit on the device).", show_default=False)
+                    ] = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+):
+    """Versions, devices and the precision in use (and a problem's memory per point)."""
+    from pinn.report import summary as S
+
+    d = S.environment()
+    lines = S.environment_lines(d)
+    if file is not None:
+        sets = list(set_ or [])
+        import pinn
+
+        built = _load(file, sets)
+        d["memory"] = mem = pinn.setup(built.problem, built.model(), built.training(),
+                                       precision=built.precision,
+                                       progress=False).memory_per_point()
+        fits = mem["points_that_fit"]
+        lines.append(f"memory per point ({built.name}, one gradient step, "
+                     f"{mem['points']} points): {mem['bytes_per_point'] / 1024:.1f} KiB"
+                     + (f"; about {fits:,} points fit on {mem['device']} (training."
+                        "micro_batch streams more)" if fits else
+                        f"; {mem['device']} does not report its memory"))
+    _out(json.dumps(d) if json_ else "\n".join(lines))
+    return EXIT_OK
