@@ -297,6 +297,13 @@ def report(data: dict, command: str) -> str:
         lines += [f"**{mode} mode**: short training, for checking the pipeline; these are "
                   "not the suite's results (run `python benchmarks/accuracy.py`).", ""]
     lines += [f"Machine: {C.machine_line(m)}.", ""]
+    cpus = {r["machine"].split(";")[0] for r in data["entries"].values() if r.get("machine")}
+    if len(cpus) > 1:
+        lines += [f"The rows were measured on {len(cpus)} different machines ("
+                  + "; ".join(sorted(cpus)) + "; each row's under Settings): compare times "
+                  "only between rows of one machine. Errors of a seeded run can differ in the "
+                  "last digits between machines (another CPU rounds float32 sums in another "
+                  "order).", ""]
     load = m.get("load_average")
     if load and m.get("cores") and load[0] > 0.5 * m["cores"]:
         lines += [f"The machine was shared (load average {load[0]:.1f} on {m['cores']} cores "
@@ -376,6 +383,7 @@ def report(data: dict, command: str) -> str:
             continue
         load = r.get("load_start")
         lines.append(f"- {key} (`{r.get('file')}`, run {r.get('date')}"
+                     + (f" on {r['machine'].split(';')[0]}" if r.get("machine") else "")
                      + (f", load average {load[0]:.1f} at its start" if load else "")
                      + (f", by `{r['command']}`" if r.get("command") else "")
                      + f"): {r.get('model')}; "
@@ -433,6 +441,9 @@ def main(argv=None) -> int:
         old = C.read_json(jpath)
         if old.get("mode") == mode:
             data["entries"] = old.get("entries", {})
+            # entries from before machines were recorded per entry ran on the old file's
+            for r in data["entries"].values():
+                r.setdefault("machine", C.machine_line(old["machine"]))
     data["machine"] = C.machine()
     data["command"] = command
     failed = 0
@@ -441,6 +452,7 @@ def main(argv=None) -> int:
         res = (run_entry(SUITE[key], mode) if args.inline or mode == "smoke"
                else run_in_subprocess(key, mode, args.timeout))
         res["command"] = command
+        res["machine"] = C.machine_line(data["machine"])
         if args.note:
             res["run_note"] = args.note
         data["entries"][key] = res
