@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import numpy as np
+
 from pinn import conditions as C
 from pinn.dsl import calculus
 from pinn.dsl import expr as E
@@ -131,6 +133,12 @@ class Problem:
     @property
     def time(self):
         return getattr(self.domain, "time", None)
+
+    @property
+    def box(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)``, float64: the bounding box over all coordinates (space, then time)."""
+        lo, hi = self.domain.bounds
+        return np.asarray(lo, np.float64).reshape(-1), np.asarray(hi, np.float64).reshape(-1)
 
     @property
     def is_evolution(self) -> bool:

@@ -16,14 +16,6 @@ from pinn.training import Training, precision_scope
 __all__ = ["Solution", "build_network", "namespace_of"]
 
 
-def _domain_bounds(problem):
-    lo, hi = (np.asarray(b, dtype=np.float64) for b in problem.space.bounds)
-    if problem.is_evolution:
-        lo = np.append(lo, problem.time.t0)
-        hi = np.append(hi, problem.time.t1)
-    return lo, hi
-
-
 def build_network(problem, model, seed: int):
     """Build ``model`` for ``problem``; returns ``(apply, net_params)`` (the raw network:
     the loss assembly builds the hard conditions around it).
@@ -40,7 +32,7 @@ def build_network(problem, model, seed: int):
     periodic = periodic_embedding(problem) or None
     d_in, d_out = len(problem.coords), len(problem.fields)
     if hasattr(model, "build"):
-        module = model.build(d_in, d_out, key=key, bounds=_domain_bounds(problem),
+        module = model.build(d_in, d_out, key=key, bounds=problem.box,
                              periodic=periodic)
         return split(module)
     module = user_module(model, key)

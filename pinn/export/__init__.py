@@ -140,10 +140,8 @@ def _file_name(problem: str, kind: str, dtype: str) -> str:
 
 
 def _meta(solution, graph: Graph, kind: str, dtype: str, source: str | None, run) -> dict:
-    from pinn.solution import _domain_bounds
-
     problem = solution.problem
-    lo, hi = _domain_bounds(problem)
+    lo, hi = problem.box
     learned = solution.learned_params()
     params = {p.name: learned.get(p.name, p.value) for p in problem.params}
     extra = ("jax2onnx", "onnx", "onnxruntime") if kind == "onnx" else ()

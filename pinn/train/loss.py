@@ -21,7 +21,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from pinn import conditions as C
 from pinn.conditions import normal_symbols
@@ -126,13 +125,6 @@ class _Draw:
 # hard constraints
 
 
-def _box(problem):
-    lo, hi = (np.asarray(b, dtype=np.float64) for b in problem.space.bounds)
-    if problem.is_evolution:  # the distance ignores time; the box needs its column
-        lo, hi = np.append(lo, problem.time.t0), np.append(hi, problem.time.t1)
-    return lo, hi
-
-
 def _hard_transforms(problem, apply, spatial_dim):
     """Wrap ``apply`` so hard conditions (each condition's ``hard_outputs``) hold exactly."""
     from pinn.nets import box_distance, hard_dirichlet, hard_dirichlet_initial, hard_initial
@@ -149,7 +141,7 @@ def _hard_transforms(problem, apply, spatial_dim):
             if j in dirichlet:
                 raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
                                  "Dirichlet condition; merge them into one")
-            dirichlet[j] = (box_distance(*_box(problem), walls=list(h.walls)), h.value)
+            dirichlet[j] = (box_distance(*problem.box, walls=list(h.walls)), h.value)
     if not dirichlet and not initial:
         return apply
     t0 = problem.time.t0 if problem.is_evolution else 0.0
