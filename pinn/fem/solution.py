@@ -236,12 +236,12 @@ class FEMSolution:
         """
         if self.problem is None and (exact is None or points is None):
             raise ValueError("pass exact= and points= (this solution has no problem attached)")
-        shift = tuple(self.up_to_constant)
-        if self.problem is not None:
-            shift += tuple(f for f in ev.up_to_constant(self.problem) if f not in shift)
         if exact is None and points is None:
             s = ev.score(self.problem, self.evaluate)
             return {"rel_l2": s.rel_l2, "max_abs_error": s.max_abs_error}
+        shift = tuple(self.up_to_constant)
+        if self.problem is not None:
+            shift += tuple(f for f in ev.up_to_constant(self.problem) if f not in shift)
         pts = np.asarray(ev.evaluation_grid(self.problem).points if points is None else points,
                          dtype=np.float64)
         if exact is None:
