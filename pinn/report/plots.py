@@ -13,12 +13,24 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from pinn.evaluate import EvaluationGrid as Grid
-from pinn.report.io import save_figure
+from pinn.io import write_bytes
 
+
+def save_figure(fig, path, dpi: int = 110):
+    """Save a matplotlib figure atomically (PNG) and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
+    plt.close(fig)
+    return write_bytes(path, buf.getvalue())
 
 def _plt():
     import matplotlib

@@ -22,11 +22,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from pinn.io import write_bytes, write_text
+from pinn.io import write_bytes
 
 __all__ = [
-    "atomic_write_bytes",
-    "atomic_write_text",
     "save_checkpoint",
     "load_checkpoint",
     "latest_checkpoint",
@@ -39,16 +37,6 @@ _NAME = re.compile(r"^ckpt_(\d{9})\.npz$")
 
 class CheckpointError(RuntimeError):
     """A checkpoint cannot be read or does not match the run that tries to resume from it."""
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (:func:`pinn.io.write_bytes`)."""
-    return write_bytes(path, data)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`pinn.io.write_text`)."""
-    return write_text(path, text)
 
 
 def _is_key(leaf: Any) -> bool:
@@ -84,7 +72,7 @@ def save_checkpoint(
     header = {"step": int(step), "treedef": str(treedef), "leaves": infos, "meta": meta}
     buffer = io.BytesIO()
     np.savez(buffer, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
-    path = atomic_write_bytes(directory / f"ckpt_{int(step):09d}.npz", buffer.getvalue())
+    path = write_bytes(directory / f"ckpt_{int(step):09d}.npz", buffer.getvalue())
     if keep is not None:
         for old in list_checkpoints(directory)[:-keep]:
             old.unlink(missing_ok=True)

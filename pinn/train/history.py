@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .checkpoint import atomic_write_text
+from pinn.io import write_text
 
 __all__ = ["HistoryWriter", "read_history", "history_row"]
 
@@ -69,7 +69,7 @@ class HistoryWriter:
 
     def reset(self, rows: list[dict]) -> None:
         """Rewrite the file with ``rows`` (fresh run: none; resume: up to the checkpoint)."""
-        atomic_write_text(self.jsonl_path, "".join(self._line(r) for r in rows))
+        write_text(self.jsonl_path, "".join(self._line(r) for r in rows))
 
     def append(self, row: dict) -> None:
         with open(self.jsonl_path, "a") as fh:
@@ -87,7 +87,7 @@ class HistoryWriter:
         writer.writeheader()
         for row in rows:
             writer.writerow({k: ("" if _clean(v) is None else v) for k, v in row.items()})
-        atomic_write_text(self.csv_path, buffer.getvalue())
+        write_text(self.csv_path, buffer.getvalue())
 
 
 def as_float(x: Any) -> float:
