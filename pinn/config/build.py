@@ -90,6 +90,8 @@ class Built:
 
 
 def resolved_dict(spec: S.ProblemSpec) -> dict:
+    """The validated problem file with every default filled in, as JSON-ready data
+    (what a run folder's ``config.yaml`` holds)."""
     return spec.model_dump(mode="json", exclude_none=True, by_alias=True)
 
 

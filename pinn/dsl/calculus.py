@@ -72,6 +72,7 @@ def symbols(e: E.Expr, kind: type) -> tuple:
 
 
 def coords_of(e: E.Expr) -> tuple[E.Coord, ...]:
+    """The coordinates ``e`` uses, in order of appearance (also those it differentiates by)."""
     found = list(symbols(e, E.Coord))
     for d in symbols(e, E.Derivative):
         for c in d.wrt:
@@ -86,10 +87,12 @@ def coords_of(e: E.Expr) -> tuple[E.Coord, ...]:
 
 
 def fields_of(e: E.Expr) -> tuple[E.Field, ...]:
+    """The fields ``e`` uses, in order of appearance: ``fields_of(u*v + u) == (u, v)``."""
     return symbols(e, E.Field)
 
 
 def params_of(e: E.Expr) -> tuple[E.Param, ...]:
+    """The parameters ``e`` uses, in order of appearance."""
     return symbols(e, E.Param)
 
 

@@ -28,6 +28,8 @@ def format_number(v: float) -> str:
 
 
 def to_string(e: E.Expr) -> str:
+    """The expression as PDE-language text that :func:`pinn.parse` reads back
+    (``str(expr)`` is the same): ``to_string(a*D(u, x, 2)) == "a*D(u, x, 2)"``."""
     t = type(e)
     if t is E.Number:
         return format_number(e.value)

@@ -25,6 +25,8 @@ class Truth:
 
 
 def has_truth(problem) -> bool:
+    """Whether ``problem`` has something to be scored against (an exact solution or a
+    reference)."""
     return bool(problem.exact) or problem.reference is not None
 
 

@@ -23,6 +23,7 @@ def versions() -> dict[str, str]:
 
 
 def machine() -> dict:
+    """The machine a measurement ran on: ``{"cpu": model name, "cores": n, "platform": ...}``."""
     import os
 
     cpu = platform.processor() or platform.machine()

@@ -26,6 +26,8 @@ def save_grid(run_dir, grid: EvaluationGrid, pred: Mapping[str, np.ndarray],
 
 
 def load_grid(path) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
+    """Read a ``solution_grid.npz`` (see :func:`save_grid`): ``(points, fields, meta)`` with
+    ``meta`` holding the grid's coordinate ``names``, ``shape`` and inside ``mask``."""
     with np.load(path, allow_pickle=False) as z:
         pts = z["points"]
         fields = {k[len("field_"):]: z[k] for k in z.files if k.startswith("field_")}
@@ -69,6 +71,9 @@ def write_run(run_dir: str | os.PathLike, problem, score: Score, metrics: Mappin
 def write_plots(run_dir, grid: EvaluationGrid, pred: Mapping[str, np.ndarray], truth, history=(), *,
                 method="PINN", truth_label=None, snapshots=4, true_params=None
                 ) -> list[tuple[str, str]]:
+    """Write the field maps (``field_<name>.png``, beside the truth and the error when
+    known), the loss history and the learned parameters into ``run_dir``; returns
+    ``(caption, file name)`` pairs for :func:`write_markdown`."""
     run_dir = Path(run_dir)
     out = []
     for name, values in pred.items():
@@ -101,6 +106,8 @@ def _fmt(v) -> str:
 
 def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple[str, str]],
                    notes: Sequence[str] = ()) -> Path:
+    """Write ``report.md`` in ``run_dir``: the errors, timings, final loss per term, learned
+    parameters, ``notes``, the ``images`` (from :func:`write_plots`) and the folder's files."""
     lines = [f"# {title}", ""]
     rel, mx = metrics.get("rel_l2") or {}, metrics.get("max_abs_error") or {}
     if rel:
