@@ -75,22 +75,47 @@ def _coord_tuple(cs) -> tuple[E.Coord, ...] | None:
 
 
 def grad(expr: E.ExprLike, over: Sequence[E.Coord] | None = None) -> E.Expr:
+    """The gradient of a scalar expression: a vector of its derivatives over ``over``.
+
+    ``over`` defaults to the problem's spatial coordinates (time excluded), known once
+    the expression is used in a :class:`pinn.Problem`. ``grad(u)`` on ``x, y`` expands to
+    ``vector(D(u, x), D(u, y))``; ``dot(grad(u), grad(u))`` is ``|grad u|^2``.
+    """
     return E.Grad(E.as_expr(expr), _coord_tuple(over))
 
 
 def div(vec: E.Expr, over: Sequence[E.Coord] | None = None) -> E.Expr:
+    """The divergence of a vector expression: the sum of ``D(vec[i], over[i])``.
+
+    ``over`` defaults to the problem's spatial coordinates. ``div(vector(u*x, u*y))`` on
+    ``x, y`` is ``D(u*x, x) + D(u*y, y)``; ``div(grad(u))`` equals ``laplacian(u)``.
+    """
     return E.Div_(vec, _coord_tuple(over))
 
 
 def laplacian(expr: E.ExprLike, over: Sequence[E.Coord] | None = None) -> E.Expr:
+    """The Laplacian: the sum of the second derivatives of ``expr`` over ``over``.
+
+    ``over`` defaults to the problem's spatial coordinates, so in a problem on ``x, y, t``
+    ``D(u, t) - alpha*laplacian(u)`` is the heat equation ``u_t - alpha*(u_xx + u_yy)``.
+    """
     return E.Laplacian(E.as_expr(expr), _coord_tuple(over))
 
 
 def vector(*items: E.ExprLike) -> E.Vector:
+    """A vector of scalar expressions, one per component: ``vector(u, v)`` (a velocity).
+
+    Vectors are what :func:`div` and :func:`dot` take; vectors of vectors are refused.
+    """
     return E.Vector(tuple(E.as_expr(i) for i in items))
 
 
 def dot(a: E.Expr, b: E.Expr) -> E.Expr:
+    """The dot product of two vector expressions of the same length.
+
+    The convection term of Navier-Stokes: ``dot(vector(u, v), grad(u))`` is
+    ``u*D(u, x) + v*D(u, y)``.
+    """
     return E.Dot(a, b)
 
 
@@ -123,16 +148,20 @@ def eq(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
 
 
 def ne(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    """The predicate ``a != b`` (for :func:`where`)."""
     return E.Compare("!=", E.as_expr(a), E.as_expr(b))
 
 
 def logical_and(a: E.Expr, b: E.Expr) -> E.Expr:
+    """Both predicates hold: ``logical_and(x > 0, y > 0)`` (``x > 0 and y > 0`` in text)."""
     return E.And(a, b)
 
 
 def logical_or(a: E.Expr, b: E.Expr) -> E.Expr:
+    """Either predicate holds: ``logical_or(x < 0, x > 1)`` (``or`` in text)."""
     return E.Or(a, b)
 
 
 def logical_not(a: E.Expr) -> E.Expr:
+    """The predicate does not hold: ``logical_not(x > 0)`` (``not`` in text)."""
     return E.Not(a)
