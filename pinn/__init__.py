@@ -102,6 +102,7 @@ from pinn.train import (
     Fixed,
     GradNorm,
     Optax,
+    SOAP,
     Stage,
     TensorBoard,
 )
@@ -130,6 +131,6 @@ __all__ = [
     "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
-    "Adam", "AdamW", "LBFGS", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
+    "Adam", "AdamW", "LBFGS", "SOAP", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
     "EarlyStopping", "Callback", "TensorBoard",
 ]

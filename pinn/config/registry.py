@@ -69,7 +69,7 @@ def samplers() -> dict[str, Callable]:
 def optimizers() -> dict[str, Callable]:
     import pinn.train as T
 
-    return {"adam": T.Adam, "adamw": T.AdamW, "lbfgs": T.LBFGS}
+    return {"adam": T.Adam, "adamw": T.AdamW, "soap": T.SOAP, "lbfgs": T.LBFGS}
 
 
 @functools.cache

@@ -539,6 +539,21 @@ class AdamWArgs(AdamArgs):
     weight_decay: NonNegative = 1e-4
 
 
+class SOAPArgs(AdamArgs):
+    """SOAP: Adam in the eigenbasis of Shampoo's preconditioner (Vyas et al. 2024), with
+    Adam's schedule options; ``precondition_frequency``: steps between eigenbasis refreshes;
+    ``max_precond_dim``: longer axes are not rotated."""
+
+    lr: Positive = 3e-3
+    b1: Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)] = 0.95
+    b2: Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)] = 0.95
+    weight_decay: NonNegative = 0.0
+    precondition_frequency: Annotated[int, BeforeValidator(_integer),
+                                      Field(ge=1, le=MAX_STEPS)] = 10
+    shampoo_beta: Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)] | None = None
+    max_precond_dim: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=100_000)] = 10_000
+
+
 class LBFGSArgs(Strict):
     memory: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 20
     max_linesearch_steps: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 30
@@ -548,11 +563,12 @@ class LBFGSArgs(Strict):
 class StageSpec(OneOf):
     """``{adam: {lr: 1e-3}, steps: 5000}`` or ``{lbfgs: {}, steps: 500}``."""
 
-    KINDS: ClassVar = ("adam", "adamw", "lbfgs")
+    KINDS: ClassVar = ("adam", "adamw", "soap", "lbfgs")
     WHAT: ClassVar = "optimizer"
 
     adam: AdamArgs | None = None
     adamw: AdamWArgs | None = None
+    soap: SOAPArgs | None = None
     lbfgs: LBFGSArgs | None = None
     steps: Steps
 

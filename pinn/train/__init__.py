@@ -24,12 +24,14 @@ from .observers import (
     StallStop,
 )
 from .optim import LBFGS, Adam, AdamW, Optax, Stage
+from .soap import SOAP
 from .weighting import Causal, Fixed, GradNorm, causal_loss, causal_weights
 
 __all__ = [
     "Adam",
     "AdamW",
     "LBFGS",
+    "SOAP",
     "Optax",
     "Stage",
     "Fixed",
