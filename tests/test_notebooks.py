@@ -6,6 +6,7 @@ Run one notebook: ``python -m pytest tests/test_notebooks.py -k quickstart``.
 """
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,29 @@ EXPECTED = ["01_quickstart", "02_burgers", "03_your_own_pde", "04_inverse_proble
             "05_pinn_vs_fem"]
 CELL_TIMEOUT = 900  # seconds per cell: generous, the CI machine may be shared
 KERNEL = "pinn-notebooks"
+# what the progress display leaves in a training cell's saved outputs (plain text, so that
+# it reads in a saved notebook): a status line and the closing line of the run
+PROGRESS_LINE = re.compile(r"step \d+/\d+ \| stage \d+/\d+ \S+ \| loss \d\.\d+e[-+]\d+")
+TRAINED_LINE = re.compile(r"trained \d+/\d+ steps in ")
+
+
+def training_cells(nb) -> list:
+    """The code cells that train with the progress display on (``pinn.solve(...)`` or
+    ``.train(...)`` without ``progress=False``)."""
+    return [c for c in nb.cells if c.cell_type == "code"
+            and re.search(r"pinn\.solve\(|\.train\(", c.source)
+            and "progress=False" not in c.source]
+
+
+def output_text(cell) -> str:
+    """All the text a cell printed or displayed (streams and text/plain data)."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            parts.append(out.get("text", ""))
+        else:
+            parts.append(out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
 
 
 def test_the_five_notebooks_exist():
@@ -43,6 +67,11 @@ def test_notebook_reads_the_size_switch_first_and_pins_a_number_last(path):
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     assert "PINN_NOTEBOOK_SMALL" in code[0], f"{path.name}: the first code cell sets SMALL"
     assert "assert " in code[-1], f"{path.name}: the last code cell pins a number"
+
+
+def test_the_quickstart_trains_with_its_progress_shown():
+    nb = nbformat.read(NOTEBOOK_DIR / "01_quickstart.ipynb", as_version=4)
+    assert training_cells(nb), "01_quickstart: one training cell shows its progress"
 
 
 @pytest.fixture
@@ -74,3 +103,10 @@ def test_notebook_runs_at_small_size(path, kernel_env):
     client = NotebookClient(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT,
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
     client.execute()  # raises CellExecutionError (with the cell and traceback) on failure
+    saved = kernel_env / path.name  # the executed notebook as a file, read back
+    nbformat.write(nb, saved)
+    for cell in training_cells(nbformat.read(saved, as_version=4)):  # issue 20: progress
+        text = output_text(cell)
+        assert PROGRESS_LINE.search(text) and TRAINED_LINE.search(text), (
+            f"{path.name}: no progress in the outputs of the cell\n{cell.source}\n"
+            f"outputs: {text[:1000]!r}")
