@@ -106,6 +106,19 @@ def test_the_yaml_reference_covers_every_key_of_the_schema():
     assert "| `domain` | [DomainSpec](#domainspec) | required |" in domain
 
 
+def test_docstring_roles_become_markdown_code():
+    griffe = pytest.importorskip("griffe", reason="griffe comes with mkdocstrings[python]")
+    assert griffe
+    spec = importlib.util.spec_from_file_location("pinn_docs_roles", DOCS / "griffe_roles.py")
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    text = roles.markdown_text(
+        "See :func:`~pinn.evaluate.score` and :class:`pinn.Problem`::\n\n    code\n\n"
+        "Args:\n    lr: the rate.\n    b1, b2: moment rates.\n")
+    assert "See `score` and `pinn.Problem`:\n\n    code" in text
+    assert "    b1: moment rates.\n    b2: moment rates." in text and ":class:" not in text
+
+
 def _has_mkdocs() -> str | None:
     for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
         if importlib.util.find_spec(module.split(".")[0]) is None:
