@@ -64,6 +64,7 @@ class Training:
 
     @property
     def steps(self) -> int:
+        """The total number of steps over all stages."""
         return int(sum(s.steps for s in self.stages))
 
 

@@ -135,14 +135,17 @@ class Polygon(Shape):
 
     @property
     def dim(self) -> int:
+        """2: a polygon is a plane shape."""
         return 2
 
     @property
     def bounds(self):
+        """The bounding box ``(lo[2], hi[2])`` of the vertices."""
         return self._v.min(0), self._v.max(0)
 
     @property
     def measure(self) -> float:
+        """The area (the shoelace formula)."""
         v = self._v
         return abs(float(np.sum(_cross(v, np.roll(v, -1, axis=0))))) / 2
 

@@ -68,6 +68,7 @@ class Uniform(Sampler):
     """Independent uniform random points."""
 
     def unit(self, key, n: int, d: int):
+        """``n`` points in the unit cube ``[0, 1)^d``: ``[n, d]``."""
         return jax.random.uniform(key, (n, d), dtype=float_dtype())
 
 
@@ -114,6 +115,7 @@ class Sobol(Sampler):
     """
 
     def unit(self, key, n: int, d: int):
+        """``n`` points in the unit cube ``[0, 1)^d``: ``[n, d]``."""
         base = jnp.asarray(_sobol_table(int(n), int(d)))
         shift = jax.random.bits(key, (d,), dtype=jnp.uint32)
         return _u32_to_unit(base ^ shift[None, :])
@@ -124,6 +126,7 @@ class Halton(Sampler):
     """Halton points with a key-dependent random shift modulo 1."""
 
     def unit(self, key, n: int, d: int):
+        """``n`` points in the unit cube ``[0, 1)^d``: ``[n, d]``."""
         dt = float_dtype()
         base = jnp.asarray(_halton_table(int(n), int(d)), dtype=dt)
         shift = jax.random.uniform(key, (d,), dtype=dt)
@@ -136,6 +139,7 @@ class LatinHypercube(Sampler):
     """Latin hypercube: each of the ``n`` slabs of every axis holds exactly one point."""
 
     def unit(self, key, n: int, d: int):
+        """``n`` points in the unit cube ``[0, 1)^d``: ``[n, d]``."""
         dt = float_dtype()
         kp, kj = jax.random.split(key)
         # a uniformly random permutation per axis: the ranks of iid uniform numbers
@@ -187,6 +191,7 @@ class Grid(Sampler):
     """
 
     def unit(self, key, n: int, d: int):
+        """``n`` points in the unit cube ``[0, 1)^d``: ``[n, d]``."""
         counts = lattice_counts(n, np.ones(d))
         pts = lattice(counts)
         return jnp.asarray(pts[thin(pts.shape[0], n)], dtype=float_dtype())
@@ -220,6 +225,7 @@ class RAD(Sampler):
             raise ValueError("RAD base must be a plain sampler (Uniform, Sobol, ...), not RAD")
 
     def pool_size(self, n: int) -> int:
+        """How many candidates are drawn for ``n`` points (``pool``, default ``10 * n``)."""
         size = 10 * n if self.pool is None else self.pool
         if size < n:
             raise ValueError(
@@ -228,6 +234,7 @@ class RAD(Sampler):
         return size
 
     def unit(self, key, n: int, d: int):
+        """The candidates: ``n`` points of the ``base`` sampler, ``[n, d]``."""
         return self.base.unit(key, n, d)
 
     def select(self, key, candidates, residual, n: int):

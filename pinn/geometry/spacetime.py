@@ -46,6 +46,7 @@ class TimeInterval:
 
     @property
     def dim(self) -> int:
+        """1: time is one coordinate."""
         return 1
 
     def to_data(self) -> dict:
@@ -54,13 +55,16 @@ class TimeInterval:
 
     @property
     def bounds(self):
+        """``([t0], [t1])``."""
         return np.array([self.t0]), np.array([self.t1])
 
     @property
     def measure(self) -> float:
+        """The length ``t1 - t0``."""
         return self.t1 - self.t0
 
     def contains(self, t, tol: float = 0.0):
+        """Whether ``t0 - tol <= t <= t1 + tol``, elementwise."""
         t = jnp.asarray(t)
         return (t >= self.t0 - tol) & (t <= self.t1 + tol)
 

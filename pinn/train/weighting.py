@@ -71,6 +71,7 @@ class Fixed:
     weights: Mapping[str, float] | None = None
 
     def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
+        """The state: one weight per term (the given ones, else 1)."""
         given = dict(self.weights or {})
         unknown = sorted(set(given) - set(names))
         if unknown:
@@ -86,9 +87,11 @@ class Fixed:
         return {"weights": {n: jnp.asarray(given.get(n, 1.0), dtype) for n in names}}
 
     def with_term_weights(self, terms: Mapping[str, float]) -> Fixed:
+        """Start from the terms' own weights (the given ``weights`` win where they name a term)."""
         return Fixed(_merge(self.weights, terms, "Fixed"))
 
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
+        """The weights stay as they are."""
         del params, batch, terms_fn, step
         return state
 
@@ -128,6 +131,7 @@ class GradNorm:
             raise ValueError(f"GradNorm: alpha must lie in [0, 1), got {self.alpha!r}.")
 
     def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
+        """The state: the ``initial`` weights (else 1) per term."""
         return Fixed(self.initial).init(names, dtype)
 
     def with_term_weights(self, terms: Mapping[str, float]) -> GradNorm:
@@ -147,6 +151,7 @@ class GradNorm:
         return {**state, "weights": {n: new[i] for i, n in enumerate(names)}}
 
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
+        """Recompute the weights every ``every`` steps, else keep them."""
         return jax.lax.cond(
             step % self.every == 0,
             lambda s: self.recompute(s, params, batch, terms_fn),
@@ -212,12 +217,15 @@ class Causal:
             raise ValueError(f"Causal: chunks must be an integer >= 1, got {self.chunks!r}.")
 
     def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
+        """The state of the ``base`` weighting (default ``Fixed()``)."""
         return (self.base or Fixed()).init(names, dtype)
 
     def with_term_weights(self, terms: Mapping[str, float]) -> Causal:
+        """The ``base`` weighting started from the terms' own weights."""
         return replace(self, base=with_term_weights(self.base or Fixed(), terms))
 
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
+        """The ``base`` weighting's update (the causal weights are computed inside the loss)."""
         base = self.base or Fixed()
         return base.update(state, params=params, batch=batch, terms_fn=terms_fn, step=step)
 
