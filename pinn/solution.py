@@ -225,6 +225,51 @@ class Solution:
 
         return cls(**read_solution(directory))
 
+    # -- fields, figures, reports ---------------------------------------------------
+    def to_xarray(self, resolution=None):
+        """The solution on the evaluation grid (``resolution`` default: the run's) as an
+        :class:`xarray.Dataset`: dimensions and coordinates named like the problem's
+        coordinates, one variable per field and, where the problem has a truth,
+        ``<field>_exact`` (or ``<field>_reference``) and ``<field>_error`` (solution minus
+        truth); NaN outside the domain. Needs xarray (``pip install 'pinn[fields]'``);
+        ``.to_netcdf(path)`` writes it (what ``pinn export-fields RUN -f netcdf`` does)."""
+        from pinn.export import fields as F
+
+        return F.to_xarray(F.from_score(self.score(resolution), problem=self.problem.name,
+                                        method="PINN"))
+
+    def plot(self, field=None, *, resolution=None, snapshots: int = 4):
+        """A :class:`matplotlib.figure.Figure` of one field (a name or a field; default: the
+        first) on the evaluation grid: the solution and, where the problem has a truth, the
+        truth and the pointwise error beside it (the run folder's ``field_<name>.png``);
+        ``snapshots``: times shown of an evolution problem."""
+        from pinn.report import plots
+
+        s = self.score(resolution)
+        names = self.problem.field_names
+        name = names[0] if field is None else getattr(field, "name", field)
+        if name not in s.pred:
+            raise ValueError(f"field {name!r}: this solution's fields are {', '.join(names)}")
+        truth = None
+        if s.truth is not None and name in s.truth.values:
+            truth = s.grid.full(s.truth.values[name])
+        return plots.field_plot(s.grid, name, s.grid.full(s.aligned()[name]), truth,
+                                labels=("PINN", "truth" if s.truth is None else s.truth.kind),
+                                snapshots=snapshots)
+
+    def report(self, directory, *, resolution=None, snapshots: int = 4) -> Path:
+        """Write the report of this solution into ``directory``, as a run folder has it
+        (:func:`pinn.report.write_run`): plots, ``metrics.json``, ``solution_grid.npz``,
+        ``report.md`` and the self-contained ``report.html``; returns ``report.md``'s path.
+        ``resolution``: the evaluation grid (default: the run's)."""
+        from pinn.report import true_params, write_run
+
+        d = Path(directory)
+        write_run(d, self.problem, self.score(resolution), self.metrics,
+                  history=self.history, method="PINN", snapshots=snapshots,
+                  true_params=true_params(self.problem))
+        return d / "report.md"
+
     def __repr__(self) -> str:
         err = self.metrics.get("rel_l2")
         return f"Solution({self.problem.name!r}, steps={self.metrics.get('steps')}, rel_l2={err})"

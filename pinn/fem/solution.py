@@ -138,6 +138,14 @@ class FEMSolution:
         n = self._dofs[name].max() + 1
         return self.snapshots[step, off: off + n]
 
+    def vertex_values(self, field: str | E.Field) -> np.ndarray:
+        """One field at the mesh vertices at every stored step, ``[steps, n_vertices]``
+        (the Lagrange element's vertex degrees of freedom; what ``pinn export-fields``
+        writes)."""
+        name = field.name if isinstance(field, E.Field) else field
+        nodal = skfem.Dofs(self.mesh, self._elements[name]).nodal_dofs[0]
+        return self.snapshots[:, self.offsets[name] + nodal]
+
     def __repr__(self) -> str:
         deg = ", ".join(f"{f}: P{k}" for f, k in self.degrees.items())
         steps = f", {len(self.times)} stored steps" if self.is_evolution else ""

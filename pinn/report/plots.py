@@ -45,9 +45,14 @@ def _plt():
     return plt
 
 
-def _subplots(plt, *args, **kw):
-    """``plt.subplots`` with constrained layout (one layout pass, colorbars included)."""
-    return plt.subplots(*args, layout="constrained", **kw)
+def _subplots(plt, *args, figsize=None, **kw):
+    """``plt.subplots`` with constrained layout (one layout pass, colorbars included), as a
+    bare :class:`matplotlib.figure.Figure`: pyplot does not track it, so a notebook shows
+    only the figures it is handed, and nothing has to close it."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.subplots(*args, **kw)
 
 
 def _panels(pred: np.ndarray, truth: np.ndarray | None, labels: Sequence[str]):
@@ -71,7 +76,14 @@ def _vrange(arrays):
 def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | None,
                  path: str | os.PathLike, *, labels=("PINN", "exact"), snapshots: int = 4):
     """Solution, truth and pointwise error of one field on ``grid`` (values on the full grid
-    shape, NaN outside the domain)."""
+    shape, NaN outside the domain), written to ``path`` (:func:`field_plot`)."""
+    return save_figure(field_plot(grid, name, pred, truth, labels=labels,
+                                  snapshots=snapshots), path)
+
+
+def field_plot(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | None, *,
+               labels=("PINN", "exact"), snapshots: int = 4):
+    """The figure of :func:`field_figure`: a :class:`matplotlib.figure.Figure`."""
     plt = _plt()
     d, timed = grid.space_dim, grid.has_time
     names = grid.names
@@ -89,7 +101,7 @@ def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | No
         ax.set_xlabel(names[0])
         ax.set_title(name)
         ax.legend()
-        return save_figure(fig, path)
+        return fig
 
     if d == 1 and timed:
         # x-t map: time on the horizontal axis, x vertical
@@ -107,7 +119,7 @@ def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | No
             ax.set_xlabel(names[1])
             ax.set_ylabel(names[0])
             fig.colorbar(im, ax=ax, shrink=0.85)
-        return save_figure(fig, path)
+        return fig
 
     # 2D and 3D: a list of 2D slices (rows), each with the panels (columns)
     rows = []  # (row title, pred2d, truth2d)
@@ -151,7 +163,7 @@ def field_figure(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | No
             ax.set_xlabel(names[0])
             ax.set_ylabel(names[1])
             fig.colorbar(im, ax=ax, shrink=0.8)
-    return save_figure(fig, path)
+    return fig
 
 
 def _pick(n: int, k: int) -> list[int]:

@@ -13,6 +13,7 @@ import numpy as np
 from pinn.evaluate import EvaluationGrid, Score
 from pinn.io import clean_json, write_json, write_npz, write_text
 from pinn.report import plots
+from pinn.report.html import write_html
 from pinn.report.metrics import versions
 
 
@@ -49,8 +50,9 @@ def write_run(run_dir: str | os.PathLike, problem, score: Score, metrics: Mappin
               title: str | None = None, true_params: Mapping[str, float] | None = None,
               notes: Sequence[str] = ()) -> dict:
     """Write a run's results into ``run_dir``: ``solution_grid.npz``, plots,
-    ``history.jsonl``, ``metrics.json`` and ``report.md``. ``metrics`` already holds the
-    errors of ``score`` (nothing is recomputed); returns what ``metrics.json`` holds."""
+    ``history.jsonl``, ``metrics.json``, ``report.md`` and ``report.html`` (the same page,
+    images inlined). ``metrics`` already holds the errors of ``score`` (nothing is
+    recomputed); returns what ``metrics.json`` holds."""
     run_dir = Path(run_dir)
     metrics = {**metrics, **score.metrics(), "versions": versions()}
     save_grid(run_dir, score.grid, score.pred)
@@ -65,6 +67,7 @@ def write_run(run_dir: str | os.PathLike, problem, score: Score, metrics: Mappin
     write_json(run_dir / "metrics.json", metrics)
     write_markdown(run_dir, title or f"{getattr(problem, 'name', 'problem')}: {method}",
                    metrics, images, notes=notes)
+    write_html(run_dir)  # report.html: the same page, images inlined
     return metrics
 
 
