@@ -26,6 +26,13 @@ from pinn.cli import (
 )
 
 
+def _fresh(out: Path | None, command: str) -> None:
+    """``--out`` must be new or empty: these commands start afresh (they have no --resume)."""
+    if out is not None and out.is_dir() and any(out.iterdir()):
+        raise UserError(f"{out}: the folder exists and is not empty; give a new --out or remove "
+                        f"it ({command} starts afresh and has no --resume)")
+
+
 @app.command(epilog=_examples("pinn fem problems/poisson2d.yaml",
                              "pinn fem problems/heat2d.yaml --cells 32 --element P2 --dt 0.01",
                              "pinn fem problems/ns_cavity.yaml --out runs/cavity-fem"))
@@ -46,6 +53,7 @@ def fem(
         if value is not None:
             sets.append(f"fem.{key}={value}")
     built = _load(file, sets)
+    _fresh(out, "pinn fem")
     run_dir = _prepare(built, out, False, "-fem")
     from pinn import fem as F
     from pinn.run import fem_run
@@ -80,6 +88,7 @@ def compare(
 ):
     """PINN against FEM on one problem: a Markdown + PNG table and error maps side by side."""
     built = _load(file, _overrides(set_))
+    _fresh(out, "pinn compare")
     from pinn import io
 
     out_dir = _user(io.run_folder, out, built.name, False, "-compare")

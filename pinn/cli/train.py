@@ -88,6 +88,9 @@ def solve(
     quiet: QuietOpt = False,
     log_format: LogFormatOpt = "auto",
     log: LogOpt = None,
+    check: Annotated[bool, typer.Option("--check/--no-check", help="Refuse to train when the "
+                                        "file's exact solution fails the manufactured-"
+                                        "solution check (as `pinn validate` does).")] = True,
 ):
     """Train a PINN on a problem file and write a run folder (config, metrics, plots, report)."""
     from pinn.train.progress import resolve_format
@@ -96,6 +99,12 @@ def solve(
     if not quiet and resolve_format(log_format) in ("plain", "json"):
         _out(f"{file}: reading the problem")  # piped: say at once that something happens
     built = _load(file, _overrides(set_, seed, precision, devices))
+    if check and built.problem.exact:  # an exact solution that is wrong would score nonsense
+        from pinn.report.manufactured import check as mms
+
+        failed = [c for c in mms(built.problem) if not c.ok]
+        if failed:
+            raise UserError(_check_failure(file, failed) + " (or train anyway: --no-check)")
     model, training = built.model(), built.training()
     run_dir = _prepare(built, out, resume)
     _out(f"{built.name}: training in float{built.precision}, {training.steps} steps -> "
@@ -151,9 +160,9 @@ def validate(
     except config.ConfigError as exc:
         if json_:
             sys.stdout.write(json.dumps(exc.as_dict()) + "\n")
-            _err(str(exc))
-            return EXIT_INPUT
-        raise
+        for line in exc.lines():  # every problem of the file, one line each
+            _err(line)
+        return EXIT_INPUT
     from pinn.io import clean_json
     from pinn.report import summary as S
 
@@ -162,11 +171,17 @@ def validate(
     _out(json.dumps(clean_json({k: v for k, v in result.items() if k != "checks"}))
          if json_ else "\n".join(S.validation_lines(file, result, check, built.problem)))
     if failed:
-        names = ", ".join(c.name for c in failed)
-        _err(f"{file}: the exact solution does not satisfy {names} (largest residual "
-             f"{max(c.max_residual for c in failed):.3e}); check signs and coefficients")
+        _err(_check_failure(file, failed))
         return EXIT_INPUT
     return EXIT_OK
+
+
+def _check_failure(file, failed) -> str:
+    """The line saying which terms the exact solution fails (``pinn validate``/``solve``)."""
+    names = ", ".join(c.name for c in failed)
+    return (f"{file}: the exact solution does not satisfy {names} (largest residual "
+            f"{max(c.max_residual for c in failed):.3e}); check the signs and coefficients of "
+            "the equations and of exact:")
 
 
 @app.command(epilog=_examples("pinn plot runs/heat2d"))

@@ -135,12 +135,28 @@ def build(spec: S.ProblemSpec, source: Source, base_dir: str = ".") -> Built:
         r = spec.reference.fem
         problem = dataclasses.replace(
             problem, reference=FEMReference(problem, cells=r.cells, element=r.element, dt=r.dt))
+    _check_hard(ctx, problem)
     for pname, p in params.items():
         if p.learnable and p not in problem.params:
             raise ctx.error(("params", pname), f"learnable parameter '{pname}' is not used by "
                             "any equation or condition")
     return Built(spec=spec, source=source, base_dir=base_dir, problem=problem,
                  coords=ctx.coords, fields=ctx.fields, params=params, name=name)
+
+
+def _check_hard(ctx: Context, problem) -> None:
+    """Hard conditions the geometry cannot build fail here, at ``conditions.<name>.hard``,
+    rather than when training starts."""
+    for cname, c in problem.conditions.items():
+        if not getattr(c, "hard", False):
+            continue
+        try:
+            c.hard_outputs(problem, cname)
+            c.periodic_inputs(problem, cname)
+        except ValueError as exc:
+            msg = str(exc).removeprefix(f"conditions.{cname}: ").replace("hard=False",
+                                                                         "hard: false")
+            raise ctx.error(("conditions", cname, "hard"), msg) from None
 
 
 def _stem(file: str | None) -> str:

@@ -74,8 +74,15 @@ class ConfigError(ValueError):
         first = str(self.issues[0])
         more = len(self.issues) - 1
         if more:
-            first += f" (and {more} more problem{'s' if more > 1 else ''}: run `pinn validate`)"
+            file = self.issues[0].location.file
+            cmd = f"pinn validate {file}" if file else "pinn validate FILE"
+            first += (f" (and {more} more problem{'s' if more > 1 else ''}: `{cmd}` lists "
+                      "them all)")
         return first
+
+    def lines(self) -> list[str]:
+        """Every issue, one line each (``pinn validate`` prints them all)."""
+        return [str(i) for i in self.issues]
 
     def as_dict(self) -> dict:
         return {"ok": False, "errors": [i.as_dict() for i in self.issues]}
