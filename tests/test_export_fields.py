@@ -211,6 +211,23 @@ def test_netcdf_of_a_fem_run(capsys, runs):
         np.testing.assert_allclose(ds["u"].values[:, k], want, atol=1e-12)
 
 
+def test_fem_on_the_evaluation_grid(capsys, runs):
+    out = runs / "heat-fem" / "grid.nc"
+    rc, _, err = run(capsys, "export-fields", runs / "heat-fem", "-f", "netcdf", "-o", out,
+                     "--resolution", "5")
+    assert rc == 0, err
+    fem = FEMSolution.load(runs / "heat-fem")
+    with xr.open_dataset(out) as ds:
+        assert ds["u"].dims == ("x", "y", "t") and ds["u"].shape == (5, 5, 11)
+        assert ds.attrs["method"] == "FEM"
+        X, Y, T = np.meshgrid(ds["x"], ds["y"], ds["t"], indexing="ij")
+        pts = np.column_stack([X.ravel(), Y.ravel(), T.ravel()])
+        np.testing.assert_allclose(ds["u"].values.ravel(), fem.evaluate(pts)["u"],
+                                   atol=1e-12)
+        np.testing.assert_allclose(ds["u_exact"].values.ravel(), heat_exact(*pts.T),
+                                   atol=1e-15)
+
+
 def test_csv_round_trip(capsys, runs):
     rc, _, err = run(capsys, "export-fields", runs / "heat", "-f", "csv", "-o",
                      runs / "heat" / "heat.csv")
@@ -292,3 +309,53 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, runs, tmp_path,
             "resolution": "at least 2"}[case]
     assert hint in err
     assert _listing(tmp_path) == before and _listing(fem) == before_fem
+
+
+DOMAINS = {  # domain and exact solution (as in tests/test_cli_report.py)
+    "1d": ("{interval: [0, 1]}", "sin(pi*x)"),
+    "l_shape": ("{l_shape: {}}", "x*y"),
+    "3d": ("{box: {min: [0, 0, 0], max: [1, 2, 1]}}", "x*y*z"),
+    "1d_time": ("{interval: [-1, 1], time: [0, 1]}", "exp(-t)*sin(pi*x)"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DOMAINS))
+def test_grid_cells_for_every_dimension(tmp_path, kind):
+    from pinn.evaluate import score, truth
+    from pinn.export import fields as F
+
+    dom, exact = DOMAINS[kind]
+    p = pinn.config.load(f"{kind}.yaml", text=f"domain: {dom}\nequations: {{eq: \"u - "
+                         f"({exact})\"}}\nexact: {{u: \"{exact}\"}}\n").problem
+
+    def predict(points):  # the truth plus a known error
+        return {"u": truth(p, points).values["u"] + 1e-3 * points[:, 0]}
+
+    s = score(p, predict, resolution=9)
+    fields = F.from_score(s, problem=kind)
+    path = F.write(fields, F.target(tmp_path, "vtu", default_dir=tmp_path, stem=kind,
+                                    series=fields.is_series), "vtu")[0]
+    vtus = [v for _, v in _pvd(path)] if fields.is_series else [path]
+    assert len(vtus) == (9 if kind == "1d_time" else 1)
+    m = meshio.read(vtus[-1])
+    (cell, conn), = [(b.type, b.data) for b in m.cells]
+    xyz = m.points[conn]  # cells, corners, 3
+    if kind in ("1d", "1d_time"):
+        assert cell == "line" and len(conn) == 8
+        assert np.all(xyz[:, 1, 0] > xyz[:, 0, 0])
+    elif kind == "l_shape":
+        assert cell == "quad"
+        assert len(conn) == 8 * 8 - 4 * 4  # the cut quarter's cells are left out
+        centre = xyz.mean(axis=1)
+        assert not np.any((centre[:, 0] > 0) & (centre[:, 1] < 0))
+        outside = ~s.grid.mask
+        assert np.all(np.isnan(m.point_data["u"][outside]))
+        assert np.all(np.isfinite(m.point_data["u"][~outside]))
+    else:
+        assert cell == "hexahedron" and len(conn) == 8**3
+        a, b, d = (xyz[:, k] - xyz[:, 0] for k in (1, 3, 4))
+        volume = np.einsum("ij,ij->i", np.cross(a, b), d)  # VTK's order: positive
+        np.testing.assert_allclose(volume, (1 / 8) * (2 / 8) * (1 / 8), rtol=1e-12)
+    inside = np.isfinite(m.point_data["u"])
+    x = m.points[inside, 0]
+    np.testing.assert_allclose(m.point_data["u_error"][inside], 1e-3 * x, atol=1e-12)
