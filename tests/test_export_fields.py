@@ -359,3 +359,19 @@ def test_grid_cells_for_every_dimension(tmp_path, kind):
     inside = np.isfinite(m.point_data["u"])
     x = m.points[inside, 0]
     np.testing.assert_allclose(m.point_data["u_error"][inside], 1e-3 * x, atol=1e-12)
+
+
+def test_more_than_three_space_dimensions_go_to_csv_and_netcdf(tmp_path):
+    from pinn.export import fields as F
+
+    rng = np.random.default_rng(0)
+    points = rng.uniform(size=(6, 4))
+    fields = F.Fields(("a", "b", "c", "d"), points, (), {"u": points.sum(axis=1)[None]})
+    for fmt, name in (("vtu", "f.vtu"), ("xdmf", "f.xdmf")):
+        with pytest.raises(ValueError, match="use --format csv or netcdf"):
+            F.write(fields, tmp_path / name, fmt)
+    assert not list(tmp_path.iterdir())
+    F.write(fields, tmp_path / "f.csv", "csv")
+    table = np.loadtxt(tmp_path / "f.csv", delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(table[:, :4], points)
+    np.testing.assert_array_equal(table[:, 4], points.sum(axis=1))

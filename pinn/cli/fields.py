@@ -97,6 +97,8 @@ def export_fields(
                               problem=problem.name, method="FEM")
     try:
         written = F.write(fields, path, format_)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     except OSError as exc:
         raise UserError(f"--out {path}: cannot be written ({exc.strerror or exc})") from None
     _out(f"{written[0]}: {F.describe(fields)}", quiet)

@@ -84,7 +84,8 @@ class Fields:
 
 
 def _grid_cells(axes, inside: np.ndarray) -> tuple[tuple[str, np.ndarray], ...]:
-    """Cells of a structured grid (node index: C order) whose corners are all inside."""
+    """Cells of a structured grid (node index: C order) whose corners are all inside (none
+    beyond three dimensions)."""
     shape = tuple(len(a) for a in axes)
     index = np.arange(int(np.prod(shape))).reshape(shape)
     if len(shape) == 1:
@@ -97,9 +98,8 @@ def _grid_cells(axes, inside: np.ndarray) -> tuple[tuple[str, np.ndarray], ...]:
         s0, s1 = (slice(None, -1), slice(1, None))
         corners = [index[a, b, c] for c in (s0, s1)
                    for a, b in ((s0, s0), (s1, s0), (s1, s1), (s0, s1))]
-    else:
-        raise ValueError(f"fields on a {len(shape)}-D grid cannot be written as cells "
-                         "(1, 2 or 3 space dimensions)")
+    else:  # no VTK cell beyond 3-D: points and values only (CSV, NetCDF)
+        return ()
     conn = np.stack([c.reshape(-1) for c in corners], axis=1)
     conn = conn[inside[conn].all(axis=1)]
     return ((kind, conn.astype(np.int64)),)
@@ -384,6 +384,10 @@ def write(fields: Fields, path: str | os.PathLike, fmt: str) -> list[Path]:
         data = to_xarray(fields).to_netcdf(engine="scipy")  # NetCDF 3, as bytes
         write_bytes(path, bytes(data))
         return [path]
+    if not fields.cells or fields.points.shape[1] > 3:
+        raise ValueError(f"--format {fmt}: VTK and XDMF meshes have 1 to 3 space dimensions, "
+                         f"these fields have {fields.points.shape[1]} "
+                         f"({', '.join(fields.space)}); use --format csv or netcdf")
     require(fmt)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
