@@ -24,6 +24,7 @@ from .observers import (
     StallStop,
 )
 from .optim import LBFGS, Adam, AdamW, Optax, Stage
+from .quasi_newton import SSBFGS, SSBroyden
 from .soap import SOAP
 from .weighting import Causal, Fixed, GradNorm, causal_loss, causal_weights
 
@@ -32,6 +33,8 @@ __all__ = [
     "AdamW",
     "LBFGS",
     "SOAP",
+    "SSBFGS",
+    "SSBroyden",
     "Optax",
     "Stage",
     "Fixed",

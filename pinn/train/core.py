@@ -27,7 +27,7 @@ import numpy as np
 import optax
 
 from . import microbatch as _micro
-from .optim import LBFGS, Stage
+from .optim import Stage
 from .sharding import make_sharding
 
 __all__ = ["Core", "RUNNING", "CONVERGED", "STALLED", "NONFINITE", "STATUS_NAMES", "warn"]
@@ -111,6 +111,13 @@ class _Scaled:
         if self.at == 0:
             return self.fn(self.scale.physical(a), b)
         return self.fn(a, self.scale.physical(b))
+
+    @property
+    def residuals(self) -> Callable | None:
+        """The wrapped terms function's residual form (``terms_fn.residuals``, the vectors
+        Gauss-Newton differentiates), called with physical parameters too; or None."""
+        inner = getattr(self.fn, "residuals", None)
+        return None if inner is None else _Scaled(inner, self.scale, self.at)
 
 
 def _strong(tree: Any) -> Any:
@@ -232,12 +239,22 @@ def _first_order_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
 def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
     """One full-batch L-BFGS step; once stopped (``status``), steps are skipped."""
     gtol = spec.optimizer.gtol
+    every = getattr(spec.optimizer, "resample_every", None)
+    place = (lambda b: b) if spec.sharding is None else spec.sharding.constrain
 
     def skip(state):
         nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
         return {**state, "step": state["step"] + 1}, jnp.asarray(True), nan
 
+    def resample(state):
+        k, sub = jax.random.split(state["key"])
+        batch = place(spec.sample_fn(sub, state["params"]))
+        return {**state, "key": k, "batch": batch, "opt": spec.optimizer.refresh(state["opt"])}
+
     def do(state):
+        if every is not None:  # a new batch (RAD), the optimiser told to forget its loss
+            due = spec.optimizer.resample_due(state["opt"])
+            state = jax.lax.cond(due, resample, lambda s: s, state)
         p, opt, batch = state["params"], state["opt"], state["batch"]
         w = state["weights"]["weights"]
         f = lambda q: weighted(q, batch, w)[0]
@@ -296,8 +313,14 @@ def _chunk_program(spec: _Program) -> Callable:
     weighted = _make_weighted(spec.terms_fn, spec.names, spec.has_aux)
     weighted = _micro.accumulated(weighted, spec.micro)
     tx = spec.optimizer.make(spec.steps)
-    is_lbfgs = isinstance(spec.optimizer, LBFGS)
-    step_fn = (_lbfgs_step if is_lbfgs else _first_order_step)(spec, weighted, tx)
+    # line-search optimisers (L-BFGS, the self-scaled quasi-Newton methods) take the loss
+    # function in their update; an optimiser may also bring its own step (build_step)
+    is_lbfgs = bool(getattr(spec.optimizer, "line_search", False))
+    build_step = getattr(spec.optimizer, "build_step", None)
+    if build_step is not None:
+        step_fn = build_step(spec, weighted, tx)
+    else:
+        step_fn = (_lbfgs_step if is_lbfgs else _first_order_step)(spec, weighted, tx)
     schedule = getattr(spec.optimizer, "schedule", None)
     schedule = None if is_lbfgs or schedule is None else schedule(spec.steps)
 

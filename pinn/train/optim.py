@@ -166,6 +166,7 @@ class LBFGS:
     linesearch: Any = None
 
     full_batch = True
+    line_search = True  # the update takes the loss function (value_fn)
 
     def __post_init__(self) -> None:
         _check_int("LBFGS", "memory", self.memory, minimum=1)
@@ -281,4 +282,5 @@ class Stage:
 
     @property
     def is_lbfgs(self) -> bool:
-        return isinstance(self.optimizer, LBFGS)
+        """Whether the stage runs a line-search quasi-Newton optimiser (L-BFGS, SSBroyden)."""
+        return bool(getattr(self.optimizer, "line_search", False))

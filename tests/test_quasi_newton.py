@@ -1,0 +1,191 @@
+"""The self-scaled quasi-Newton methods (pinn.SSBroyden, pinn.SSBFGS): their mathematics.
+
+- on the extended Rosenbrock function (10 variables, from the classical start) each method
+  converges to the minimiser in a bounded number of iterations, and fast at the end
+  (eight orders of magnitude in at most 15 iterations);
+- on a strictly convex quadratic, the updated inverse Hessian satisfies the secant
+  equation H+ y = s after every step, and the iterates reach the minimiser;
+- the self-scaled family's parameters follow Al-Baali's formulas (checked against a plain
+  NumPy transcription of the reference code, jorgeurban/self_scaled_algorithms_pinns);
+- a tiny PINN stage (YAML ``ssbroyden``) trains in float64 below what Adam reaches.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import pinn
+from pinn.train.quasi_newton import (
+    SSBroyden,
+    _theta_tau,
+    _update_inverse,
+    scale_by_self_scaled_broyden,
+)
+
+METHODS = ["ssbroyden", "ssbfgs", "bfgs"]
+
+
+def rosenbrock(x):
+    return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _minimise(f, x0, method, steps):
+    tx = SSBroyden(method=method).make(steps)
+    value_and_grad = optax.value_and_grad_from_state(f)
+
+    @jax.jit
+    def step(x, state):
+        v, g = value_and_grad(x, state=state)
+        u, state = tx.update(g, state, x, value=v, grad=g, value_fn=f)
+        return optax.apply_updates(x, u), state, g
+
+    x, state = x0, tx.init(x0)
+    path = [np.asarray(x0)]
+    for k in range(steps):
+        x, state, g = step(x, state)
+        path.append(np.asarray(x))
+        if float(jnp.linalg.norm(g)) < 1e-12:
+            return np.array(path), k + 1
+    return np.array(path), steps
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_rosenbrock_converges_superlinearly(method):
+    with jax.enable_x64(True):
+        x0 = jnp.asarray([-1.2, 1.0] * 5, dtype=jnp.float64)
+        path, iterations = _minimise(rosenbrock, x0, method, 300)
+    err = np.linalg.norm(path - 1.0, axis=1)
+    assert err[-1] < 1e-10, (method, err[-1])
+    # measured: 82-85 iterations for the three methods (scipy's BFGS takes ~90 here)
+    assert iterations <= 150, (method, iterations)
+    # the final phase: from an error of 1e-4 to 1e-12 in at most 15 iterations (measured
+    # 10-12), a mean contraction per step below 0.3, where the linear rate of gradient
+    # descent on this problem (Hessian condition number ~2.5e3 at the minimiser) is > 0.999
+    first = int(np.argmax(err < 1e-4))
+    last = int(np.argmax(err < 1e-12))
+    assert 0 < last - first <= 15, (method, err[first:last + 1])
+    assert (err[last] / err[first]) ** (1.0 / (last - first)) < 0.3
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_secant_equation_on_a_quadratic(method):
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(0)
+        q = rng.normal(size=(6, 6))
+        A = jnp.asarray(q @ q.T + 6 * np.eye(6))
+        b = jnp.asarray(rng.normal(size=6))
+        f = lambda x: 0.5 * x @ A @ x - b @ x
+        direction = scale_by_self_scaled_broyden(method)
+        full = optax.chain(direction,
+                           optax.scale_by_zoom_linesearch(30, initial_guess_strategy="one"))
+        value_and_grad = optax.value_and_grad_from_state(f)
+
+        @jax.jit
+        def step(x, state):
+            v, g = value_and_grad(x, state=state)
+            u, state = full.update(g, state, x, value=v, grad=g, value_fn=f)
+            new = optax.apply_updates(x, u)
+            # the update the next step makes from the pair (s, y), looked at ahead of time
+            g_new = jax.grad(f)(new)
+            _, ahead = direction.update(g_new, state[0], new)
+            return new, state, new - x, g_new - g, ahead
+
+        x, state = jnp.zeros(6), full.init(jnp.zeros(6))
+        checked = 0
+        for _ in range(12):
+            x, state, s, y, ahead = step(x, state)
+            if float(jnp.linalg.norm(A @ x - b)) < 1e-12:
+                break
+            if not bool(ahead.restarts > state[0].restarts):
+                np.testing.assert_allclose(ahead.inv_hessian @ y, s, rtol=1e-8, atol=1e-12)
+                checked += 1
+        assert checked >= 3
+        np.testing.assert_allclose(x, jnp.linalg.solve(A, b), rtol=1e-9, atol=1e-10)
+
+
+def _reference_theta_tau(b, h, n, method):
+    """Plain transcription of modified_optimize.py ('SSBroyden2', 'SSBFGS_AB' branches)."""
+    if method == "ssbfgs":
+        return 0.0, min(1.0, 1.0 / b)
+    a = b * h - 1
+    rhokm = min(1, h * (1 - np.sqrt(np.abs(a) / (1 + a))))
+    thetakm = (rhokm - 1) / a
+    thetakp = 1 / rhokm
+    theta = max(thetakm, min(thetakp, (1 - b) / b))
+    rhokk = min(1, 1 / b)
+    sigma = 1 + theta * a
+    sigma_root = np.abs(sigma) ** (1.0 / (1 - n))
+    tau = min(rhokk * sigma_root, sigma) if theta <= 0 else rhokk * min(sigma_root, 1 / theta)
+    return theta, tau
+
+
+@pytest.mark.parametrize("method", ["ssbroyden", "ssbfgs"])
+@pytest.mark.parametrize("b,h", [(0.5, 1.5), (2.0, 0.8), (1.3, 3.0), (0.9, 1.2)])
+def test_scaling_parameters_match_the_reference_formulas(method, b, h):
+    with jax.enable_x64(True):
+        theta, tau = _theta_tau(method, jnp.asarray(b), jnp.asarray(h), 50)
+    ref_theta, ref_tau = _reference_theta_tau(b, h, 50, method)
+    assert float(theta) == pytest.approx(ref_theta, rel=1e-12, abs=1e-14)
+    assert float(tau) == pytest.approx(ref_tau, rel=1e-12)
+
+
+def test_update_keeps_positive_definiteness_and_refuses_negative_curvature():
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(1)
+        H = jnp.eye(5)
+        for _ in range(20):
+            s = jnp.asarray(rng.normal(size=5))
+            y = s + 0.3 * jnp.asarray(rng.normal(size=5))
+            if float(jnp.vdot(s, y)) <= 0:
+                continue
+            g_old = -jnp.linalg.solve(H, s)  # s was a step along -H g with step length 1
+            new, ok, _ = _update_inverse("ssbroyden", H, s, y, g_old, 1.0, 5)
+            assert bool(ok)
+            assert float(jnp.linalg.eigvalsh(new).min()) > 0
+            H = new
+        s = jnp.ones(5)
+        _, ok, _ = _update_inverse("ssbroyden", H, s, -s, -s, 1.0, 5)
+        assert not bool(ok)  # yᵀs < 0: no curvature pair, the optimiser restarts
+
+
+def test_ssbroyden_refuses_too_many_parameters():
+    tx = SSBroyden(max_params=10).make(1)
+    with pytest.raises(ValueError, match="max_params=10"):
+        tx.init({"w": jnp.zeros((4, 4))})
+
+
+@pytest.mark.parametrize("bad", [{"method": "newton"}, {"resample_every": 0},
+                                 {"max_linesearch_steps": 0}, {"gtol": -1.0}])
+def test_bad_arguments_are_refused(bad):
+    with pytest.raises(ValueError):
+        SSBroyden(**bad)
+
+
+def test_pinn_stage_in_float64_beats_adam_on_a_poisson_problem():
+    """-u'' = pi^2 sin(pi x) on (0, 1), u = 0 at the ends (hard): after the same short
+    Adam stage, 150 SSBroyden steps (with RAD-style redraws every 50) reach an error far
+    below 150 more Adam steps."""
+    x = pinn.coords("x")
+    u = pinn.field("u")
+    problem = pinn.Problem(
+        domain=pinn.Interval(0, 1),
+        equations={"pde": -pinn.D(u, x, 2) - pinn.pi**2 * pinn.sin(pinn.pi * x)},
+        conditions={"ends": pinn.Dirichlet(u, 0, on="boundary", hard=True)},
+        exact={u: pinn.sin(pinn.pi * x)},
+    )
+
+    def error(second):
+        training = pinn.Training(
+            stages=[pinn.Stage(pinn.Adam(lr=1e-2), 300), second],
+            points=pinn.Points(interior=64), seed=0)
+        run = pinn.setup(problem, model=pinn.MLP(width=8, depth=2), training=training,
+                         precision=64, progress=False, resolution=101)
+        return run.train().metrics["rel_l2"]["u"]
+
+    adam = error(pinn.Stage(pinn.Adam(lr=1e-3), 150))
+    ssb = error(pinn.Stage(SSBroyden(resample_every=50), 150))
+    print(f"rel. L2 after Adam: {adam:.3g}, after SSBroyden: {ssb:.3g}")
+    # measured (seed 0): Adam ~1e-3, SSBroyden ~1e-6
+    assert ssb < 1e-4 and ssb < adam / 50, (ssb, adam)
