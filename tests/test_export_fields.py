@@ -266,6 +266,7 @@ def test_solution_plot_and_report(runs, tmp_path):
     sol = Solution.load(runs / "poisson")
     fig = sol.plot()
     assert isinstance(fig, Figure)
+    assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"  # what a notebook shows
     panels = [ax for ax in fig.axes if ax.images]
     assert [ax.get_title() for ax in panels] == ["u: PINN", "u: exact", "u: |error|"]
     np.testing.assert_allclose(panels[0].images[0].get_array().T.filled(np.nan),

@@ -10,6 +10,7 @@ used headless (Agg) and imported only here.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -45,13 +46,28 @@ def _plt():
     return plt
 
 
+@functools.cache
+def _figure_class():
+    from matplotlib.figure import Figure
+
+    class ShownFigure(Figure):
+        """A figure that a notebook shows as a PNG (pyplot does not track it)."""
+
+        def _repr_png_(self) -> bytes:
+            import io
+
+            buf = io.BytesIO()
+            self.savefig(buf, format="png", dpi=90)
+            return buf.getvalue()
+
+    return ShownFigure
+
+
 def _subplots(plt, *args, figsize=None, **kw):
     """``plt.subplots`` with constrained layout (one layout pass, colorbars included), as a
     bare :class:`matplotlib.figure.Figure`: pyplot does not track it, so a notebook shows
-    only the figures it is handed, and nothing has to close it."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize, layout="constrained")
+    only the figures it is handed (as a PNG), and nothing has to close it."""
+    fig = _figure_class()(figsize=figsize, layout="constrained")
     return fig, fig.subplots(*args, **kw)
 
 
@@ -85,6 +101,8 @@ def field_plot(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | None
                labels=("PINN", "exact"), snapshots: int = 4):
     """The figure of :func:`field_figure`: a :class:`matplotlib.figure.Figure`."""
     plt = _plt()
+    if grid.space_dim > 3:  # N-D: the 3-D slice through the middle of the further axes
+        grid, pred, truth, name = _middle_slice(grid, pred, truth, name)
     d, timed = grid.space_dim, grid.has_time
     names = grid.names
     if d == 1 and not timed:
@@ -164,6 +182,23 @@ def field_plot(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | None
             ax.set_ylabel(names[1])
             fig.colorbar(im, ax=ax, shrink=0.8)
     return fig
+
+
+def _middle_slice(grid, pred, truth, name):
+    """``grid`` and the values cut to their first three space axes (the further space axes
+    fixed at their middle node, named in the returned field name)."""
+    import dataclasses
+
+    d = grid.space_dim
+    mid = [len(a) // 2 for a in grid.axes[3:d]]
+    index = (slice(None),) * 3 + tuple(mid) + ((slice(None),) if grid.has_time else ())
+    fixed = ", ".join(f"{n} = {a[k]:.3g}"
+                      for n, a, k in zip(grid.names[3:d], grid.axes[3:d], mid, strict=True))
+    keep = [0, 1, 2] + ([len(grid.axes) - 1] if grid.has_time else [])
+    grid = dataclasses.replace(grid, names=tuple(grid.names[i] for i in keep),
+                               axes=tuple(grid.axes[i] for i in keep), space_dim=3)
+    return (grid, np.asarray(pred)[index], None if truth is None else np.asarray(truth)[index],
+            f"{name} ({fixed})")
 
 
 def _pick(n: int, k: int) -> list[int]:
