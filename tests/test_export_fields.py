@@ -247,16 +247,21 @@ def test_csv_round_trip(capsys, runs):
     np.testing.assert_allclose(u, fields["u"][order], rtol=1e-6, atol=1e-7)
 
 
-def test_html_report_is_self_contained(runs):
-    for folder in ("heat", "heat-fem"):
-        md = (runs / folder / "report.md").read_text()
-        page = (runs / folder / "report.html").read_text()
+def test_html_report_is_self_contained(runs, tmp_path):
+    from pinn.report.compare import write_comparison
+
+    write_comparison(tmp_path, pinn.config.load(HEAT).problem,
+                     {"PINN": runs / "heat", "FEM": runs / "heat-fem"}, resolution=10)
+    for folder, name in ((runs / "heat", "report"), (runs / "heat-fem", "report"),
+                         (tmp_path, "compare")):
+        md = (folder / f"{name}.md").read_text()
+        page = (folder / f"{name}.html").read_text()
         images = re.findall(r'<img src="([^"]*)"', page)
         assert len(images) == md.count("![") >= 1
         for src in images:
             assert src.startswith("data:image/png;base64,")
             assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
-        assert "<table>" in page and "relative L2" in page
+        assert "<table>" in page and "L2" in page
         assert not re.search(r'src="(?!data:)', page)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from pinn import evaluate as ev
 from pinn.io import write_json, write_text
 from pinn.report import plots
+from pinn.report.html import write_html
 from pinn.report.run import load_grid
 
 HEADER = ("method", "rel. L2", "max error", "wall time (s)", "peak memory (MB)",
@@ -81,7 +82,8 @@ def markdown_table(header, rows) -> str:
 
 def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=None,
                      snapshots: int = 3) -> str:
-    """Write ``compare.md``, ``compare.png``, ``compare.json`` and ``errors_<field>.png``."""
+    """Write ``compare.md`` (and ``compare.html``, the same page with its images inlined),
+    ``compare.png``, ``compare.json`` and ``errors_<field>.png``."""
     out_dir = Path(out_dir)
     rows = comparison_rows(runs)
     table = markdown_table(HEADER, rows)
@@ -112,6 +114,7 @@ def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=N
         lines += [f"## {caption}", "", f"![{caption}]({fname})", ""]
     lines += ["Runs: " + ", ".join(f"{k}: `{v}`" for k, v in runs.items()), ""]
     write_text(out_dir / "compare.md", "\n".join(lines))
+    write_html(out_dir, "compare.md", "compare.html")
     write_json(out_dir / "compare.json", {"header": list(HEADER), "rows": rows,
                                           "runs": {k: str(v) for k, v in runs.items()}})
     return table
