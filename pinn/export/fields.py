@@ -69,10 +69,12 @@ class Fields:
 
     @property
     def is_series(self) -> bool:
+        """Whether the values are a time series (an evolution problem)."""
         return self.times is not None
 
     @property
     def n_times(self) -> int:
+        """The number of times (1 when steady)."""
         return 1 if self.times is None else len(self.times)
 
     def at(self, k: int) -> dict[str, np.ndarray]:
