@@ -199,10 +199,6 @@ def _needs_time(problem, name: str, what: str) -> None:
                          "(Shape * TimeInterval(t0, t1)); remove it for a steady problem")
 
 
-_WALLS = {"left": (0, "lo"), "right": (0, "hi"), "bottom": (1, "lo"), "top": (1, "hi"),
-          "front": (2, "lo"), "back": (2, "hi")}
-
-
 def _box_walls(problem, name, on) -> tuple:
     """The ``box_distance`` walls of a hard Dirichlet condition on a box's parts."""
     from pinn import geometry as G
@@ -223,10 +219,10 @@ def _box_walls(problem, name, on) -> tuple:
         )
     walls = []
     for p in parts:
-        if p not in space.boundary_parts or p not in _WALLS:
+        if p not in space.boundary_parts:
             raise ValueError(f"conditions.{name}.on: unknown part {p!r}; this "
                              f"{type(space).__name__} has {', '.join(space.boundary_parts)}")
-        walls.append(_WALLS[p])
+        walls.append(space.face(p))
     return tuple(walls)
 
 

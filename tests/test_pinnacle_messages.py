@@ -52,6 +52,12 @@ def test_validate_lists_every_problem_without_pointing_at_itself(capsys, tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+def test_a_rectangle_with_three_numbers_points_at_box(capsys, tmp_path):
+    f = write(tmp_path, POISSON.replace("max: [1, 1]", "max: [1, 1, 1]"))
+    rc, _, err = run(capsys, "validate", f)
+    assert rc == 2 and "domain.rectangle.max" in err and "box" in err
+
+
 def test_a_failing_exact_solution_is_not_called_valid(capsys, tmp_path):
     f = write(tmp_path, POISSON.replace('u: "sin(pi*x)', 'u: "2*sin(pi*x)'))
     rc, out, err = run(capsys, "validate", f)

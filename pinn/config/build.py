@@ -37,7 +37,6 @@ from pinn.config.registry import (
 from pinn.config.yamlio import Source
 from pinn.dsl import expr as E
 
-_SPATIAL = ("x", "y", "z")
 _MOVED = {"FileReference": "pinn.reference.file", "FEMReference": "pinn.reference.lazy",
           "SpectralReference": "pinn.reference.lazy", "_Lazy": "pinn.reference.lazy"}
 
@@ -212,10 +211,9 @@ def _mentions(text: str, name: str) -> bool:
 def _coords_fields(ctx: Context, spec: S.ProblemSpec, dim: int) -> None:
     has_time = spec.domain.time is not None
     want = dim + (1 if has_time else 0)
-    if spec.coords is None:
-        if dim > 3:
-            raise ctx.error(("domain",), f"a {dim}-D domain needs explicit coords: [...]")
-        names = list(_SPATIAL[:dim]) + (["t"] if has_time else [])
+    if spec.coords is None:  # x, y, z; x1, ..., xN beyond 3-D (the N-D box's face names)
+        names = ([("x", "y", "z")[i] for i in range(dim)] if dim <= 3 else
+                 [f"x{i + 1}" for i in range(dim)]) + (["t"] if has_time else [])
     else:
         names = list(spec.coords)
         if len(names) != want:

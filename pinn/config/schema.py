@@ -241,27 +241,61 @@ class ParamSpec(Strict):
 # geometry
 
 
-def _vec(n: int, kind: str):
-    """A list of ``n`` numbers (a point or extent of a ``kind``); the values themselves are
-    checked by the geometry constructor."""
+#: the shape of any dimension to name when a 2-D one gets another number of coordinates
+_ANY_DIM = {"rectangle": "box", "disk": "ball"}
+
+
+def _vec(n: int | None, kind: str):
+    """A list of ``n`` numbers (a point or extent of a ``kind``; ``None``: one or more); the
+    values themselves are checked by the geometry constructor."""
 
     def check(v: list) -> list:
-        if len(v) != n:
-            raise PydanticCustomError("length", "{kind} needs {n} numbers here, got {got}",
-                                      {"kind": kind, "n": n, "got": len(v)})
+        if n is None and not v:
+            raise PydanticCustomError("length", "{kind} needs at least one number here",
+                                      {"kind": kind})
+        if n is not None and len(v) != n:
+            other = _ANY_DIM.get(kind)
+            hint = f" (a {kind} is 2-D; {other} takes any dimension)" if other else ""
+            raise PydanticCustomError("length", "{kind} needs {n} numbers here, got {got}{hint}",
+                                      {"kind": kind, "n": n, "got": len(v), "hint": hint})
         return v
 
     return Annotated[list[Number], AfterValidator(check)]
 
 
-class RectangleArgs(Strict):
+class _Corners(Strict):
+    """``{min: [...], max: [...]}`` or ``[[...], [...]]``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pair(cls, data: Any) -> Any:
+        if isinstance(data, list):
+            if len(data) != 2:
+                raise PydanticCustomError("corners", "give the two corners, [min, max] (or "
+                                          "{{min: [...], max: [...]}}), got {n} item(s)",
+                                          {"n": len(data)})
+            return {"min": data[0], "max": data[1]}
+        return data
+
+
+class RectangleArgs(_Corners):
     min: _vec(2, "rectangle")
     max: _vec(2, "rectangle")
 
 
-class BoxArgs(Strict):
-    min: _vec(3, "box")
-    max: _vec(3, "box")
+class BoxArgs(_Corners):
+    """A box in any dimension: ``{min: [0, 0, 0, 0, 0], max: [1, 1, 1, 1, 1]}``."""
+
+    min: _vec(None, "box")
+    max: _vec(None, "box")
+
+    @model_validator(mode="after")
+    def _same_length(self):
+        if len(self.min) != len(self.max):
+            raise PydanticCustomError(
+                "corners", "min has {a} numbers and max {b}; a box's corners have one number "
+                "per dimension", {"a": len(self.min), "b": len(self.max)})
+        return self
 
 
 class IntervalArgs(Strict):
@@ -285,7 +319,9 @@ class DiskArgs(Strict):
 
 
 class BallArgs(Strict):
-    center: _vec(3, "ball")
+    """A ball in any dimension (``center`` has one number per dimension)."""
+
+    center: _vec(None, "ball")
     radius: Positive
 
 
@@ -327,15 +363,18 @@ class LShapeArgs(Strict):
 
 
 class ShapeSpec(OneOf):
-    KINDS: ClassVar = ("interval", "rectangle", "box", "disk", "ball", "annulus", "ellipse",
-                       "triangle", "polygon", "l_shape", "union", "difference", "intersection")
+    KINDS: ClassVar = ("interval", "rectangle", "box", "hypercube", "disk", "ball", "hyperball",
+                       "annulus", "ellipse", "triangle", "polygon", "l_shape", "union",
+                       "difference", "intersection")
     WHAT: ClassVar = "shape"
 
     interval: IntervalArgs | None = None
     rectangle: RectangleArgs | None = None
     box: BoxArgs | None = None
+    hypercube: BoxArgs | None = None  # another name of box (PINNacle's, DeepXDE's)
     disk: DiskArgs | None = None
     ball: BallArgs | None = None
+    hyperball: BallArgs | None = None  # another name of ball
     annulus: AnnulusArgs | None = None
     ellipse: EllipseArgs | None = None
     triangle: TriangleArgs | None = None

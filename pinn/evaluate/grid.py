@@ -47,15 +47,21 @@ class EvaluationGrid:
         return out.reshape(self.shape)
 
 
+def _nd_nodes(space_dim: int) -> int:
+    """Nodes per axis beyond 3-D: about 2e5 nodes in space (11 per axis in 5-D)."""
+    return max(3, round(2e5 ** (1 / space_dim)))
+
+
 def default_resolution(space_dim: int, has_time: bool, n: int | None = None) -> list[int]:
-    """Nodes per axis. Without ``n``: 201 (1-D), 101 (2-D), 41 (3-D), 21 beyond, and in time
-    101 for 1-D (an x-t map) or 11 snapshots otherwise. With ``n``: ``n`` per space axis
-    (at most 201 in 2-D and 41 in 3-D) and ``n`` in time for 1-D."""
+    """Nodes per axis. Without ``n``: 201 (1-D), 101 (2-D), 41 (3-D), about 2e5 nodes in all
+    beyond (11 per axis in 5-D), and in time 101 for 1-D (an x-t map) or 11 snapshots
+    otherwise. With ``n``: ``n`` per space axis (at most 201 in 2-D, 41 in 3-D and the
+    default beyond) and ``n`` in time for 1-D."""
     if n is None:
-        res = [_SPACE_NODES.get(space_dim, 21)] * space_dim
+        res = [_SPACE_NODES.get(space_dim) or _nd_nodes(space_dim)] * space_dim
         n_time = 101 if space_dim == 1 else 11
     else:
-        cap = {2: 201}.get(space_dim, 41 if space_dim >= 3 else n)
+        cap = {2: 201, 3: 41}.get(space_dim, _nd_nodes(space_dim) if space_dim > 3 else n)
         res = [min(n, cap)] * space_dim
         n_time = n if space_dim == 1 else 11
     return res + ([n_time] if has_time else [])

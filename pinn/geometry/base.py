@@ -49,6 +49,14 @@ class BoundarySample(NamedTuple):
     part: jax.Array
 
 
+def default_coords(dim: int) -> tuple[str, ...]:
+    """The coordinate names of a ``dim``-D space: ``x, y, z`` up to 3-D, ``x1, ..., xN``
+    beyond (the faces of an N-D box are named after them: ``x1_min``, ...)."""
+    if dim <= len(_DEFAULT_NAMES):
+        return _DEFAULT_NAMES[:dim]
+    return tuple(f"x{i + 1}" for i in range(dim))
+
+
 def coord_names(coords, default: Sequence[str]) -> tuple[str, ...]:
     """Normalise ``coords`` (None, ``"x y t"``, names or Coord nodes) to a tuple of names."""
     if coords is None:
@@ -173,11 +181,7 @@ class Domain:
 
     # -- selection --------------------------------------------------------
     def _default_coords(self) -> tuple[str, ...]:
-        if self.dim > len(_DEFAULT_NAMES):
-            raise ValueError(
-                f"a {self.dim}-D domain has no default coordinate names; pass coords="
-            )
-        return _DEFAULT_NAMES[: self.dim]
+        return default_coords(self.dim)
 
     def _check_points(self, points):
         x = jnp.asarray(points)

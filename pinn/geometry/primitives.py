@@ -5,8 +5,16 @@ Boundary part names:
 - ``Interval(a, b)``: ``left`` (x = a), ``right`` (x = b);
 - ``Rectangle(lo, hi)``: ``left``/``right`` (x = lo/hi), ``bottom``/``top`` (y = lo/hi);
 - ``Box(lo, hi)``: ``left``/``right`` (x), ``bottom``/``top`` (y), ``front``/``back``
-  (z = lo / z = hi);
-- ``Disk``: ``circle``; ``Ball``: ``sphere``; ``Ellipse``: ``ellipse``.
+  (z = lo / z = hi); in 4 or more dimensions ``x1_min``/``x1_max``, ...,
+  ``xN_min``/``xN_max`` (the default coordinate names there are ``x1``, ..., ``xN``);
+- ``Disk``: ``circle``; ``Ball``: ``sphere`` (any dimension >= 3); ``Ellipse``: ``ellipse``.
+
+``Box`` and ``Ball`` take any dimension: in one and two dimensions they give the
+``Interval`` / ``Rectangle`` and the ``Interval`` / ``Disk`` of the same set (with those
+shapes' part names).  Points on the N-sphere come from the unit cube by a
+measure-preserving map: the last coordinate ``z`` by the inverse of its distribution
+(density ``(1 - z^2)^((N-3)/2)``, tabulated from the regularised incomplete beta
+function), the others by the same map on the (N-1)-sphere scaled by ``sqrt(1 - z^2)``.
 
 Signed distances are exact (the ellipse's by bisection on Eberly's
 equation, to machine precision), as are measures (the ellipse perimeter by
@@ -29,6 +37,13 @@ from pinn.geometry.base import Shape
 __all__ = ["Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse"]
 
 _FACE_NAMES = (("left", "right"), ("bottom", "top"), ("front", "back"))
+
+
+def face_names(dim: int) -> tuple[tuple[str, str], ...]:
+    """``(lo, hi)`` part names of each axis of a ``dim``-dimensional box."""
+    if dim <= len(_FACE_NAMES):
+        return _FACE_NAMES[:dim]
+    return tuple((f"x{i + 1}_min", f"x{i + 1}_max") for i in range(dim))
 
 
 def _vec(value, dim: int | None, what: str, cls: str) -> tuple[float, ...]:
@@ -59,7 +74,7 @@ def _unit(v):
 
 # ----------------------------------------------------------------- boxes ----
 class _BoxLike(Shape):
-    """Axis-aligned boxes in 1, 2 or 3 dimensions (exact sdf, faces as parts)."""
+    """Axis-aligned boxes in any dimension (exact sdf, faces as parts)."""
 
     @property
     def _lo(self):
@@ -114,6 +129,7 @@ class _BoxLike(Shape):
 
     def _boundary_pieces(self):
         lo, hi, d = self._lo, self._hi, self.dim
+        names = face_names(d)
         pieces = []
         for axis in range(d):
             others = [j for j in range(d) if j != axis]
@@ -127,7 +143,7 @@ class _BoxLike(Shape):
                 normal = np.zeros(d)
                 normal[axis] = 1.0 if side else -1.0
                 pieces.append(Piece(
-                    _FACE_NAMES[axis][side], area, d - 1,
+                    names[axis][side], area, d - 1,
                     _face_map(lo, hi, axis, value, others),
                     normal=_face_normal(d, axis, normal[axis]),
                     on=_face_on(lo, hi, axis, value, others),
@@ -135,18 +151,26 @@ class _BoxLike(Shape):
                 ))
         return pieces
 
+    def face(self, name: str) -> tuple[int, str]:
+        """``(axis, "lo" | "hi")`` of the face called ``name``."""
+        for axis, pair in enumerate(face_names(self.dim)):
+            if name in pair:
+                return axis, ("lo", "hi")[pair.index(name)]
+        raise ValueError(f"{self!r} has no face {name!r}; its faces are "
+                         f"{', '.join(self.boundary_parts)}")
+
     def periodic_shift(self, pair) -> np.ndarray:
         """Translation taking part ``pair[0]`` onto the opposite part ``pair[1]``."""
         a, b = pair
         for axis in range(self.dim):
-            lo_name, hi_name = _FACE_NAMES[axis]
+            lo_name, hi_name = face_names(self.dim)[axis]
             if (a, b) in ((lo_name, hi_name), (hi_name, lo_name)):
                 shift = np.zeros(self.dim)
                 shift[axis] = (self._hi[axis] - self._lo[axis]) * (1 if a == lo_name else -1)
                 return shift
         raise ValueError(
             f"parts {a!r} and {b!r} of {self!r} are not opposite faces; periodic pairs are "
-            f"{[_FACE_NAMES[i] for i in range(self.dim)]}"
+            f"{list(face_names(self.dim))}"
         )
 
 
@@ -225,15 +249,29 @@ class Rectangle(_BoxLike):
 
 @dataclass(frozen=True)
 class Box(_BoxLike):
-    """The box ``[lo, hi]`` in 3-D (parts left/right (x), bottom/top (y), front/back (z))."""
+    """The box ``[lo, hi]`` in 3 or more dimensions: parts left/right (x), bottom/top (y),
+    front/back (z) in 3-D; ``x1_min``/``x1_max``, ..., ``xN_min``/``xN_max`` beyond.
 
-    lo: tuple[float, float, float]
-    hi: tuple[float, float, float]
+    ``Box(lo, hi)`` with one or two numbers per corner gives the ``Interval`` or the
+    ``Rectangle``.
+    """
+
+    lo: tuple[float, ...]
+    hi: tuple[float, ...]
+
+    def __new__(cls, lo=None, hi=None):
+        n = np.size(lo)
+        if n == 1 and np.size(hi) == 1:
+            return Interval(*_vec(lo, 1, "lo", "Box"), *_vec(hi, 1, "hi", "Box"))
+        if n == 2:
+            return Rectangle(lo, hi)
+        return super().__new__(cls)
 
     def __post_init__(self):
-        if np.size(self.lo) == 2:
-            raise ValueError("Box is 3-D; use Rectangle(lo, hi) for a 2-D rectangle")
-        self._validate(3, "Box")
+        dim = len(_vec(self.lo, None, "lo", "Box"))
+        if dim < 1:
+            raise ValueError(f"Box needs at least one coordinate per corner, got lo={self.lo!r}")
+        self._validate(dim, "Box")
 
 
 # ----------------------------------------------------------------- balls ----
@@ -296,20 +334,36 @@ class Disk(_Round):
 
 @dataclass(frozen=True)
 class Ball(_Round):
-    """The ball ``|x - center| <= radius`` in 3-D (part ``sphere``)."""
+    """The ball ``|x - center| <= radius`` in 3 or more dimensions (part ``sphere``).
 
-    center: tuple[float, float, float]
+    ``Ball(center, radius)`` with a center of one or two numbers gives the ``Interval``
+    or the ``Disk``.
+    """
+
+    center: tuple[float, ...]
     radius: float
 
+    def __new__(cls, center=None, radius=None):
+        n = np.size(center)
+        if n == 1:
+            (c,) = _vec(center, 1, "center", "Ball")
+            r = _positive(radius, "radius", "Ball")
+            return Interval(c - r, c + r)
+        if n == 2:
+            return Disk(center, radius)
+        return super().__new__(cls)
+
     def __post_init__(self):
-        if np.size(self.center) == 2:
-            raise ValueError("Ball is 3-D; use Disk(center, radius) in 2-D")
-        object.__setattr__(self, "center", _vec(self.center, 3, "center", "Ball"))
+        center = _vec(self.center, None, "center", "Ball")
+        if not center:
+            raise ValueError("Ball needs a center of at least one coordinate, got []")
+        object.__setattr__(self, "center", center)
         object.__setattr__(self, "radius", _positive(self.radius, "radius", "Ball"))
 
     @property
     def measure(self) -> float:
-        return 4.0 / 3.0 * math.pi * self.radius**3
+        d = self.dim
+        return math.pi ** (d / 2) / math.gamma(d / 2 + 1) * self.radius**d
 
     @staticmethod
     def _direction(a, b):
@@ -319,21 +373,48 @@ class Ball(_Round):
         return jnp.stack([rho * jnp.cos(ph), rho * jnp.sin(ph), z], -1)
 
     def _interior_pieces(self):
-        c, r = np.asarray(self.center), self.radius
+        c, r, d = np.asarray(self.center), self.radius, self.dim
 
         def f(u):
-            rho = r * jnp.cbrt(u[:, 0])
-            return c + rho[:, None] * self._direction(u[:, 1], u[:, 2])
+            rho = r * (jnp.cbrt(u[:, 0]) if d == 3 else u[:, 0] ** (1.0 / d))
+            return c + rho[:, None] * sphere_direction(u[:, 1:], d)
 
-        return [Piece(None, self.measure, 3, f)]
+        return [Piece(None, self.measure, d, f)]
 
     def _boundary_pieces(self):
-        c, r = np.asarray(self.center), self.radius
+        c, r, d = np.asarray(self.center), self.radius, self.dim
 
         def f(loc):
-            return c + r * self._direction(loc[:, 0], loc[:, 1])
+            return c + r * sphere_direction(loc, d)
 
-        return [Piece("sphere", 4 * math.pi * r**2, 2, f, normal=self._outward, on=self._on)]
+        return [Piece("sphere", d * self.measure / r, d - 1, f, normal=self._outward,
+                      on=self._on)]
+
+
+def sphere_direction(u, dim: int):
+    """Unit vectors ``[m, dim]`` from unit-cube points ``u[m, dim - 1]``, uniform on the
+    sphere when ``u`` is uniform (``dim >= 2``; see the module docstring)."""
+    if dim == 2:
+        th = 2 * jnp.pi * u[:, 0]
+        return jnp.stack([jnp.cos(th), jnp.sin(th)], -1)
+    if dim == 3:
+        return Ball._direction(u[:, 0], u[:, 1])
+    probs, zs = _last_coordinate_table(dim)
+    z = jnp.interp(u[:, 0], jnp.asarray(probs, u.dtype), jnp.asarray(zs, u.dtype))
+    rho = jnp.sqrt(jnp.clip(1 - z * z, 0.0, 1.0))
+    return jnp.concatenate([rho[:, None] * sphere_direction(u[:, 1:], dim - 1), z[:, None]],
+                           axis=-1)
+
+
+@functools.lru_cache(maxsize=32)
+def _last_coordinate_table(dim: int, k: int = 8193):
+    """``(P(Z <= z), z)`` for the last coordinate ``Z`` of a uniform point on the unit
+    ``(dim - 1)``-sphere: ``(1 + Z) / 2 ~ Beta(a, a)``, ``a = (dim - 1) / 2``."""
+    from scipy.special import betainc
+
+    t = 0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, k))  # nodes crowd at the ends
+    a = (dim - 1) / 2
+    return betainc(a, a, t), 2 * t - 1
 
 
 # --------------------------------------------------------------- ellipse ----
