@@ -10,7 +10,8 @@ import typer
 from pinn.cli import EXIT_OK, QuietOpt, UserError, _examples, _load_run, _out, _user, app
 
 FieldsRunArg = Annotated[Path, typer.Argument(
-    help="A run folder written by `pinn solve` (a PINN) or `pinn fem`.", show_default=False)]
+    metavar="RUN", help="A run folder written by `pinn solve` (a PINN) or `pinn fem`.",
+    show_default=False)]
 
 
 def _fem_run(run_dir: Path, resolution: int | None):
