@@ -3,7 +3,17 @@
 Every file ``pinn`` writes goes through :func:`atomic_write`: a temporary name in the same
 folder (``.NAME.tmp-PID-HEX``, which readers ignore), flushed to disk, then renamed with
 :func:`os.replace`, so a run killed at any moment leaves the old file or the new one, never
-a torn one. Files are data (JSON, npz without pickles), never code.
+a torn one. Files are data (JSON, npz without pickles), never code. Files are created
+with mode ``0o666`` less the umask (like ``open``), so colleagues sharing a project folder
+read them as they read any other file.
+
+A run folder is locked while a command writes into it (:func:`lock_run_folder`: an
+advisory ``flock`` on ``RUN/.lock``, released when the process ends, also by a crash or a
+kill), and whoever holds the lock removes the temporary files a killed writer left.
+
+Test hook (inert unless set): ``PINN_TEST_SLOW_WRITES=SECONDS`` sleeps that long inside
+every atomic write, after the temporary file is written and before the rename, so that a
+fault test can kill a process in the middle of a write (tests/test_faults.py).
 """
 
 from __future__ import annotations
@@ -12,6 +22,8 @@ import io
 import json
 import math
 import os
+import re
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -29,8 +41,18 @@ __all__ = [
     "clean_json",
     "cache_dir",
     "TMP_MARK",
+    "LOCK_FILE",
+    "RunLock",
+    "FolderInUse",
+    "lock_run_folder",
+    "check_not_in_use",
+    "folder_in_use",
+    "remove_stale_temporaries",
     "run_folder",
     "write_config",
+    "COMMAND_FILE",
+    "write_command",
+    "read_command",
     "read_points",
     "write_values",
 ]
@@ -52,16 +74,27 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _test_slow_write() -> None:
+    """The fault tests' hook: ``PINN_TEST_SLOW_WRITES=SECONDS`` (unset: nothing)."""
+    delay = os.environ.get("PINN_TEST_SLOW_WRITES")
+    if delay:
+        time.sleep(float(delay))
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "wb") -> Path:
     """Call ``write(fh)`` on a temporary file beside ``path``, then rename it to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+        # a new file (never through a link planted under the name), mode 0o666 less umask
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     0o666)
+        with open(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        _test_slow_write()
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -127,6 +160,156 @@ def cache_dir(kind: str | None = None, override: str | os.PathLike | None = None
 
 
 # ---------------------------------------------------------------------------
+# the run folder's lock, and the temporary files killed writers leave
+
+#: The lock file of a run folder (it holds the PID of the process that took the lock).
+LOCK_FILE = ".lock"
+
+_TMP_NAME = re.compile(r"^\..+" + re.escape(TMP_MARK) + r"(\d+)-[0-9a-f]{8}$")
+
+
+class FolderInUse(ValueError):
+    """Another process holds the lock of a run folder."""
+
+
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive advisory lock on ``fd`` without waiting; ``False``: taken."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: a byte-range lock on the first byte
+        try:
+            import msvcrt
+        except ImportError:  # neither: no locking
+            return True
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (BlockingIOError, PermissionError):
+        return False
+    return True
+
+
+def _holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return "?"
+    return text if text.isdigit() else "?"
+
+
+class RunLock:
+    """The lock of a run folder, held until :meth:`release` (or the end of the process:
+    the operating system drops it, also after a crash or a kill). ``created``: the folder
+    did not exist before (an error before anything else is written may remove it)."""
+
+    def __init__(self, folder: Path, fd: int | None, created: bool) -> None:
+        self.folder, self._fd, self.created = folder, fd, created
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Drop the lock (closing its file drops the ``flock``); the lock file stays, so
+        that a process waiting on it never locks a file that is being removed."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_run_folder(folder: str | os.PathLike) -> RunLock:
+    """Lock ``folder`` (created if missing) for this process, then remove the temporary
+    files that killed writers left in it (:func:`remove_stale_temporaries`). Raises
+    :class:`FolderInUse` (a ``ValueError``) naming the folder and the process holding it."""
+    folder = Path(folder)
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / LOCK_FILE
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+    if not _try_lock(fd):
+        os.close(fd)
+        raise _in_use(folder, _holder(lock))
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    remove_stale_temporaries(folder)
+    return RunLock(folder, fd, created)
+
+
+def _in_use(folder: Path, pid: str) -> FolderInUse:
+    return FolderInUse(f"{folder} is in use by process {pid}; wait for it to finish or use "
+                       "another --out")
+
+
+def check_not_in_use(folder: str | os.PathLike) -> None:
+    """Raise :class:`FolderInUse` (naming the process) when another process holds the lock
+    of ``folder``."""
+    pid = folder_in_use(folder)
+    if pid is not None:
+        raise _in_use(Path(folder), pid)
+
+
+def folder_in_use(folder: str | os.PathLike) -> str | None:
+    """The PID (text) of the process holding ``folder``'s lock, or ``None`` when free."""
+    lock = Path(folder) / LOCK_FILE
+    if not lock.is_file():
+        return None
+    try:
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        if _try_lock(fd):
+            return None
+        return _holder(lock)
+    finally:
+        os.close(fd)  # (closing drops the probe's lock too)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process, or cannot tell: keep its file
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files of :func:`atomic_write` (``.NAME.tmp-PID-HEX``) in
+    ``folder`` and its sub-folders whose writer process is gone (a write killed half way);
+    returns them. Call it while holding the folder's lock: other files are never touched."""
+    removed = []
+    for tmp in Path(folder).rglob(f"*{TMP_MARK}*"):
+        m = _TMP_NAME.match(tmp.name)
+        if m is None or not tmp.is_file() or tmp.is_symlink() or _alive(int(m.group(1))):
+            continue
+        try:
+            tmp.unlink()
+        except OSError:
+            continue
+        removed.append(tmp)
+    return removed
+
+
+def _empty(folder: Path) -> bool:
+    """No entries but the lock file (what a run killed before writing anything leaves)."""
+    return all(p.name == LOCK_FILE for p in folder.iterdir())
+
+
+# ---------------------------------------------------------------------------
 # the run folder's place, its configuration, and points files
 
 
@@ -139,7 +322,8 @@ def run_folder(base: str | os.PathLike | None, name: str, resume: bool, suffix: 
         base = Path(base)
         if resume and not base.exists():
             raise ValueError(f"{base}: no run folder to resume")
-        if not resume and base.is_dir() and any(base.iterdir()):
+        check_not_in_use(base)
+        if not resume and base.is_dir() and not _empty(base):
             raise ValueError(f"{base}: the run folder exists and is not empty; continue it "
                              "with --resume, or give a new --out")
         return base
@@ -149,7 +333,7 @@ def run_folder(base: str | os.PathLike | None, name: str, resume: bool, suffix: 
         if not found:
             raise ValueError(f"no run folder {first} to resume; give --out DIR")
         return max(found, key=lambda p: p.stat().st_mtime)
-    if not first.exists() or not any(first.iterdir()):
+    if not first.exists() or (_empty(first) and folder_in_use(first) is None):
         return first
     k = 2
     while (first.parent / f"{first.name}-{k}").exists():
@@ -178,8 +362,43 @@ def write_config(run_dir: str | os.PathLike, resolved: dict, *, resume: bool = F
         old = yaml.safe_load(path.read_text(encoding="utf-8"))
         if old and _without_stages(old) != _without_stages(clean_json(resolved)):
             raise ValueError(f"{path}: the problem differs from the one this run was started "
-                             "with; resume with the same file and overrides, or start a new run")
+                             "with; resume with the same file and overrides (`pinn solve "
+                             f"--resume --out {path.parent}` knows them), or start a new run")
     return write_yaml(path, resolved, header=header)
+
+
+#: How a run folder was made: the problem file and the overrides (``pinn solve --resume
+#: --out RUN`` reads it, with ``config.yaml``, to continue from the folder alone).
+COMMAND_FILE = "command.json"
+
+
+def write_command(run_dir: str | os.PathLike, file: str | os.PathLike, overrides, *,
+                  resume: bool = False) -> Path:
+    """``command.json`` of a run: ``file`` (the problem file, absolute) and ``overrides``
+    (``--set`` and the options that are overrides, in order; on ``resume`` appended to
+    those the run was started with)."""
+    path = Path(run_dir) / COMMAND_FILE
+    before = read_command(run_dir).get("overrides", []) if resume and path.exists() else []
+    return write_json(path, {"file": os.path.abspath(file), "overrides": [*before, *overrides]})
+
+
+def read_command(run_dir: str | os.PathLike) -> dict:
+    """``command.json`` of a run folder (``file``, ``overrides``); ``ValueError`` naming the
+    fix when it is missing or not what :func:`write_command` writes."""
+    path = Path(run_dir) / COMMAND_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{run_dir}: no {COMMAND_FILE} (a run of an older pinn); resume with "
+                         f"`pinn solve FILE --out {run_dir} --resume` and the run's --set "
+                         "overrides") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read it ({exc})") from None
+    if (not isinstance(data, dict) or not isinstance(data.get("file"), str)
+            or not isinstance(data.get("overrides"), list)
+            or not all(isinstance(s, str) for s in data["overrides"])):
+        raise ValueError(f"{path}: expected {{\"file\": PATH, \"overrides\": [TEXT, ...]}}")
+    return data
 
 
 def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:

@@ -8,8 +8,10 @@ solution, ``metrics.json``, plots and ``report.md`` (:meth:`Solution.save`).
 
 from __future__ import annotations
 
+import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +32,33 @@ from pinn.train.microbatch import memory_per_point
 from pinn.train.weighting import Causal, with_term_weights
 from pinn.training import Training, precision_scope
 
-__all__ = ["setup", "Run", "solve", "fem_run"]
+__all__ = ["setup", "Run", "solve", "fem_run", "divergence", "ERROR_NEAR_ONE"]
+
+#: A relative L2 error at or above this is "near 1": the network learned nothing useful.
+ERROR_NEAR_ONE = 0.9
 
 
 def _count(tree) -> int:
     return int(sum(getattr(x, "size", 1) for x in jax.tree.leaves(tree)))
+
+
+def divergence(history: Sequence[dict], rel_l2: dict | None = None) -> str | None:
+    """Why a finished run did not converge, or ``None``: its last loss is non-finite or
+    above its first (the history's ``loss``, roll-back rows aside), or a field's relative
+    L2 error (``rel_l2``) is at least :data:`ERROR_NEAR_ONE`."""
+    losses = [r.get("loss") for r in history if r.get("event") != "rollback" and "loss" in r]
+    reasons = []
+    if losses:
+        first, last = losses[0], losses[-1]
+        if last is None or not math.isfinite(last):
+            reasons.append(f"the final loss is {last}")
+        elif first is not None and math.isfinite(first) and last > first:
+            reasons.append(f"the loss rose from {first:.3g} to {last:.3g}")
+    for name, err in (rel_l2 or {}).items():
+        if err is None or not math.isfinite(err) or err >= ERROR_NEAR_ONE:
+            reasons.append(f"the relative L2 error of {name} is {err:.3g}" if err is not None
+                           else f"the relative L2 error of {name} is not finite")
+    return "; ".join(reasons) or None
 
 
 @dataclass
@@ -113,6 +137,13 @@ class Run:
             }
             if ev.has_truth(self.problem):
                 sol.metrics.update(sol.score().metrics())
+            why = divergence(sol.history, sol.metrics.get("rel_l2"))
+            sol.metrics["converged"] = why is None
+            if why is not None:
+                sol.metrics["divergence"] = why
+                warnings.warn(f"{self.problem.name}: the run did not converge: {why}; lower "
+                              "the learning rate, train longer or check the problem scaling",
+                              RuntimeWarning, stacklevel=2)
         if self.out_dir is not None:
             sol.save(self.out_dir, snapshots=self.snapshots)
         return sol

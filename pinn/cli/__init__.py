@@ -158,15 +158,36 @@ def _user(fn, *args, **kwargs):
         raise UserError(str(exc)) from None
 
 
-def _prepare(built, out: Path | None, resume: bool, suffix: str = "") -> Path:
-    """The run folder, with its ``config.yaml`` written."""
+def _prepare(built, out: Path | None, resume: bool, suffix: str = "", *,
+             file: Path | None = None, sets=()):
+    """The run folder, locked for this command, with its ``config.yaml`` (and, given the
+    problem ``file`` and its overrides ``sets``, ``command.json``) written: returns
+    ``(run_dir, lock)``; release the lock when the command is done (``with lock:``)."""
     from pinn import io
 
-    run_dir = _user(io.run_folder, out, built.name, resume, suffix)
-    _user(io.write_config, run_dir, built.resolved(), resume=resume,
-          header=f"# resolved configuration of {built.name} (every default filled in); "
-                 "`pinn solve` accepts this file as is\n")
-    return run_dir
+    for _ in range(100):  # a new default folder taken by a solve started just now: the next
+        run_dir = _user(io.run_folder, out, built.name, resume, suffix)
+        try:
+            lock = io.lock_run_folder(run_dir)
+            break
+        except io.FolderInUse as exc:
+            if out is not None or resume:
+                raise UserError(str(exc)) from None
+        except OSError as exc:
+            raise UserError(f"{run_dir}: cannot write the run folder ({exc.strerror or exc})"
+                            ) from None
+    else:
+        raise UserError(f"{run_dir}: every run folder of {built.name} is in use; give --out")
+    try:
+        _user(io.write_config, run_dir, built.resolved(), resume=resume,
+              header=f"# resolved configuration of {built.name} (every default filled in); "
+                     "`pinn solve` accepts this file as is\n")
+        if file is not None:
+            io.write_command(run_dir, file, sets, resume=resume)
+    except BaseException:
+        lock.release()
+        raise
+    return run_dir, lock
 
 
 def _errors_line(m: dict) -> str:
@@ -181,7 +202,7 @@ def _load_run(run_dir: Path):
         raise UserError(f"{run_dir}: no such run folder")
     if not any((run_dir / f).exists() for f in ("solution.json", "solution.pkl")):
         raise UserError(f"{run_dir}: no solution.json (the run did not finish; resume it with "
-                        "`pinn solve FILE --out DIR --resume`)")
+                        f"`pinn solve --resume --out {run_dir}`)")
     try:
         return Solution.load(run_dir)
     except (ValueError, FileNotFoundError) as exc:

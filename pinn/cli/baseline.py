@@ -28,7 +28,11 @@ from pinn.cli import (
 
 def _fresh(out: Path | None, command: str) -> None:
     """``--out`` must be new or empty: these commands start afresh (they have no --resume)."""
-    if out is not None and out.is_dir() and any(out.iterdir()):
+    from pinn import io
+
+    if out is not None and out.is_dir():
+        _user(io.check_not_in_use, out)
+    if out is not None and out.is_dir() and any(p.name != io.LOCK_FILE for p in out.iterdir()):
         raise UserError(f"{out}: the folder exists and is not empty; give a new --out or remove "
                         f"it ({command} starts afresh and has no --resume)")
 
@@ -54,15 +58,16 @@ def fem(
             sets.append(f"fem.{key}={value}")
     built = _load(file, sets)
     _fresh(out, "pinn fem")
-    run_dir = _prepare(built, out, False, "-fem")
+    run_dir, lock = _prepare(built, out, False, "-fem", file=file, sets=sets)
     from pinn import fem as F
     from pinn.run import fem_run
 
     opts, ev = built.spec.fem, built.spec.evaluation
     try:
-        _, m = fem_run(built.problem, cells=opts.cells, element=opts.element, dt=opts.dt,
-                       theta=opts.theta, out_dir=run_dir, resolution=ev.resolution,
-                       snapshots=ev.snapshots, metrics={"problem": built.name})
+        with lock:
+            _, m = fem_run(built.problem, cells=opts.cells, element=opts.element, dt=opts.dt,
+                           theta=opts.theta, out_dir=run_dir, resolution=ev.resolution,
+                           snapshots=ev.snapshots, metrics={"problem": built.name})
     except F.UnsupportedProblem as exc:
         raise UserError(f"{built.name}: the FEM baseline cannot solve this problem: {exc}"
                         ) from None

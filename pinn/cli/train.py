@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -72,16 +75,19 @@ def _progress_observers(quiet: bool, log_format: str, logs, run_dir: Path) -> li
     "pinn solve problems/heat2d.yaml",
     "pinn solve problems/burgers1d.yaml --set training.stages.0.steps=500 --seed 1",
     "pinn solve problems/heat2d.yaml --precision 64 --out runs/heat64",
-    "pinn solve problems/heat2d.yaml --out runs/heat64 --resume      # after Ctrl-C"))
+    "pinn solve --resume --out runs/heat64      # after Ctrl-C: the folder knows the rest"))
 def solve(
-    file: FileArg,
+    file: Annotated[Path | None, typer.Argument(
+        help="Problem file (YAML); with --resume, or a run folder (it knows its file and "
+             "overrides).", show_default=False)] = None,
     out: Annotated[Path | None, _out_opt("runs/<name>, or runs/<name>-2, ...")] = None,
     set_: SetOpt = None,
     seed: Annotated[int | None, typer.Option(help="Random seed (training.seed).")] = None,
     precision: Annotated[int | None, typer.Option(help="32 or 64 (training.precision).")
                          ] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint "
-                                         "in the run folder.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest intact "
+                                         "checkpoint in the run folder (FILE may be left "
+                                         "out: the folder knows it).")] = False,
     devices: Annotated[str | None, typer.Option(
         help="Data parallel over devices: 'all' or a count, the points sharded "
              "(training.devices).")] = None,
@@ -97,8 +103,9 @@ def solve(
 
     _check_logs(log_format, log)
     if not quiet and resolve_format(log_format) in ("plain", "json"):
-        _out(f"{file}: reading the problem")  # piped: say at once that something happens
-    built = _load(file, _overrides(set_, seed, precision, devices))
+        _out(f"{file or out}: reading the problem")  # piped: say at once that something happens
+    sets = _overrides(set_, seed, precision, devices)
+    built, file, out = _problem(file, out, resume, sets)
     if check and built.problem.exact:  # an exact solution that is wrong would score nonsense
         from pinn.report.manufactured import check as mms
 
@@ -106,7 +113,52 @@ def solve(
         if failed:
             raise UserError(_check_failure(file, failed) + " (or train anyway: --no-check)")
     model, training = built.model(), built.training()
-    run_dir = _prepare(built, out, resume)
+    run_dir, lock = _prepare(built, out, resume, file=file, sets=sets)
+    with lock:
+        return _train(built, model, training, run_dir, resume, quiet, log_format, log)
+
+
+def _problem(file: Path | None, out: Path | None, resume: bool, sets: list[str]):
+    """``(built, file, out)``: the problem file and overrides, or with ``--resume`` and a
+    run folder (``FILE`` itself, or ``--out`` with no ``FILE``) the folder's own
+    ``config.yaml`` (every override it was run with) read as its problem file."""
+    if file is not None and not (resume and file.is_dir()):
+        return _load(file, sets), file, out
+    if not resume:
+        raise UserError("give a problem file: pinn solve FILE (or continue a run: pinn solve "
+                        "--resume --out RUN)")
+    if file is not None and out is not None and file.resolve() != out.resolve():
+        raise UserError(f"{file} is a run folder and --out {out} another one; give one of them "
+                        f"(pinn solve --resume --out {file})")
+    run_dir = file if file is not None else out
+    if run_dir is None:
+        raise UserError("--resume needs the run folder: pinn solve --resume --out RUN (or "
+                        "pinn solve FILE --resume for the newest run of FILE)")
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no run folder to resume")
+    from pinn import config, io
+
+    _user(io.check_not_in_use, run_dir)
+    command = _user(io.read_command, run_dir)
+    try:
+        text = (run_dir / "config.yaml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{run_dir / 'config.yaml'}: cannot read the run's configuration "
+                        f"({exc}); start a new run") from None
+    source = Path(command["file"])
+    return config.load(str(source), sets, text=text), source, run_dir
+
+
+@contextlib.contextmanager
+def _warning_lines():
+    """Warnings while training as one line each on stderr (``pinn: warning: ...``)."""
+    with warnings.catch_warnings():
+        warnings.showwarning = lambda message, *_a, **_k: _err(f"warning: {message}")
+        yield
+
+
+def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log_format: str,
+           log) -> int:
     _out(f"{built.name}: training in float{built.precision}, {training.steps} steps -> "
          f"{run_dir}", quiet)
     import pinn
@@ -117,13 +169,14 @@ def solve(
                      out_dir=run_dir, resume=resume, progress=False, observers=observers,
                      resolution=ev.resolution, snapshots=ev.snapshots)
     try:
-        sol = run.train()
+        with _warning_lines():
+            sol = run.train()
     except KeyboardInterrupt as exc:
         ckpt_dir = run_dir / "checkpoints"
         if getattr(exc, "checkpoint", None) or (ckpt_dir.is_dir() and any(ckpt_dir.iterdir())):
             where = f" at step {exc.step}" if getattr(exc, "step", None) is not None else ""
-            _err(f"interrupted{where}, checkpoint kept; continue with: pinn solve {file} "
-                 f"--out {run_dir} --resume")
+            _err(f"interrupted{where}, checkpoint kept; continue with: pinn solve --resume "
+                 f"--out {shlex.quote(str(run_dir))}")
         else:
             _err("interrupted before the first checkpoint; nothing to resume")
         return EXIT_INTERRUPTED

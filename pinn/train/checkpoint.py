@@ -6,7 +6,10 @@ name in the same folder, flushed to disk, then renamed with :func:`os.replace`, 
 checkpoint file either exists complete or not at all. Readers ignore temporary files.
 
 Restoring needs a template pytree with the same structure (the loop rebuilds one from the
-problem); the structure, shapes and dtypes are checked against the metadata.
+problem); the structure, shapes and dtypes are checked against the metadata. A resume
+takes the newest *intact* checkpoint (:func:`intact_checkpoint`: every member's CRC and
+every leaf the header lists), so a file damaged after it was written (a full disk, a bad
+copy) costs the steps since the one before, not the run.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ __all__ = [
     "load_checkpoint",
     "latest_checkpoint",
     "list_checkpoints",
+    "verify_checkpoint",
+    "intact_checkpoint",
     "CheckpointError",
 ]
 
@@ -94,12 +99,57 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     return found[-1] if found else None
 
 
+def verify_checkpoint(path: str | os.PathLike) -> dict:
+    """The header of the checkpoint at ``path`` once the whole file is checked: a readable
+    zip whose members all match their CRC, a header that parses, and every leaf it lists
+    present with the recorded shape. Raises :class:`CheckpointError` saying what is wrong."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()
+            if bad is not None:
+                raise CheckpointError(f"checkpoint {str(path)!r} is damaged (member {bad!r} "
+                                      "fails its CRC)")
+    except (OSError, zipfile.BadZipFile, EOFError) as err:
+        raise CheckpointError(f"checkpoint {str(path)!r} is unreadable ({err})") from err
+    header = read_header(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            for i, info in enumerate(header["leaves"]):
+                arr = data[f"leaf_{i:05d}"]
+                want = (tuple(info["shape"]) if "key_impl" not in info and not info.get("raw")
+                        else None)
+                if want is not None and arr.shape != want:
+                    raise CheckpointError(f"checkpoint {str(path)!r}: leaf {i} has shape "
+                                          f"{list(arr.shape)}, its header says {list(want)}")
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as err:
+        raise CheckpointError(f"checkpoint {str(path)!r} is incomplete ({err})") from err
+    return header
+
+
+def intact_checkpoint(directory: str | os.PathLike) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """The newest checkpoint in ``directory`` that :func:`verify_checkpoint` accepts (or
+    ``None``), and the newer ones it skipped, each with the reason."""
+    skipped = []
+    for path in reversed(list_checkpoints(directory)):
+        try:
+            verify_checkpoint(path)
+        except CheckpointError as err:
+            skipped.append((path, str(err)))
+            continue
+        return path, skipped
+    return None, skipped
+
+
 def read_header(path: str | os.PathLike) -> dict:
     """The metadata of a checkpoint (step, tree structure, leaf infos, ``meta``)."""
     try:
-        with np.load(path) as data:
-            return json.loads(data["__header__"].tobytes().decode())
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(data["__header__"].tobytes().decode())
+        if not isinstance(header, dict) or not {"step", "treedef", "leaves", "meta"} <= set(
+                header):
+            raise ValueError("the header lacks step, treedef, leaves or meta")
+        return header
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
         raise CheckpointError(
             f"cannot read checkpoint {str(path)!r}: {err}. Delete it or resume from another "
             "checkpoint."
@@ -121,7 +171,7 @@ def load_checkpoint(path: str | os.PathLike, template: Any) -> tuple[Any, dict]:
             "was written with, or start a fresh run without resume."
         )
     out = []
-    with np.load(path) as data:
+    with np.load(path, allow_pickle=False) as data:
         for i, (leaf, info) in enumerate(zip(leaves, header["leaves"], strict=True)):
             arr = data[f"leaf_{i:05d}"]
             if "key_impl" in info:

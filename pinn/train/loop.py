@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from . import observers as _obs
-from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_header
+from .checkpoint import CheckpointError, intact_checkpoint, load_checkpoint, read_header
 from .core import STATUS_NAMES, Core, warn
 from .history import as_float, float_or_none, history_row
 from .optim import Stage
@@ -287,6 +287,18 @@ def _observers(
     return chosen
 
 
+def _resume_point(checkpoint_dir: Any) -> Path | None:
+    """The newest intact checkpoint; a damaged newer one is skipped with a warning."""
+    path, skipped = intact_checkpoint(checkpoint_dir)
+    for bad, why in skipped:
+        warn(f"resume: skipped {bad.name}: {why.rstrip('. ')}; resuming from "
+             + (str(path) if path is not None else "the start (no intact checkpoint left)"),
+             RuntimeWarning)
+    if path is None and not skipped:
+        log.info("resume: no checkpoint in %s; starting a fresh run", checkpoint_dir)
+    return path
+
+
 def run(
     terms_fn: Callable[[Any, Any], Any],
     params: Any,
@@ -394,7 +406,5 @@ def run(
     core, params = Core.build(terms_fn, params, stages=stages, sample_fn=sample_fn, key=key,
                               weighting=weighting, resample_every=resample_every,
                               devices=devices, micro_batch=micro_batch)
-    resume_from = latest_checkpoint(checkpoint_dir) if resume else None
-    if resume and resume_from is None:
-        log.info("resume: no checkpoint in %s; starting a fresh run", checkpoint_dir)
+    resume_from = _resume_point(checkpoint_dir) if resume else None
     return _Loop(core, [*chosen, *(observers or ())], chunk).train(params, key, resume_from)
