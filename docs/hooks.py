@@ -31,9 +31,12 @@ VALIDATED = {
     "_periods": "names, or a mapping name → period",
     "_devices": "`all` or a device count",
     "_on": "boundary part name, list of names, or a predicate (`x == 0`)",
+    "_bound": "number or constant expression",
+    "_positive_bound": "positive number or constant expression",
     "_run_name": "run name (a file name: letters, digits, `_ . + -`)",
 }
-PLURAL = {"number": "numbers", "integer": "integers", "name": "names", "text": "texts",
+PLURAL = {"number": "numbers", "number or constant expression": "numbers or constant expressions",
+          "integer": "integers", "name": "names", "text": "texts",
           "expression": "expressions", "boundary part name": "boundary part names"}
 BASIC = {float: "number", int: "integer", str: "text", bool: "`true` or `false`",
          typing.Any: "any"}
@@ -119,7 +122,11 @@ def type_text(tp, metadata=()) -> str:
     if named is not None:
         text = named
     elif "n" in closure and "kind" in closure:
-        text = f"list of {closure['n']} numbers"
+        args = typing.get_args(tp) if typing.get_origin(tp) is list else ()
+        head, sep, rest = (type_text(args[0]) if args else "number").partition(" (")
+        items = PLURAL.get(head, head) + sep + rest
+        n = closure["n"]
+        text = f"list of {n} {items}" if n is not None else f"list of {items}"
     elif origin is typing.Literal:
         text = " or ".join(f"`{_flow(v)}`" for v in typing.get_args(tp))
     elif origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
