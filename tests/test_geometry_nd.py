@@ -204,3 +204,42 @@ def test_pinnacle_5d_problems_train(name):
     losses = [h["loss"] for h in sol.history if "loss" in h]
     assert losses[-1] < losses[0]
     assert np.isfinite(sol.metrics["rel_l2"]["u"])
+
+
+# --------------------------------------------------------------- bounds as expressions
+
+
+def _domain(tmp_path, text):
+    f = tmp_path / "b.yaml"
+    f.write_text(text + 'equations: {p: "-laplacian(u) = 1"}\n')
+    return config.load(str(f))
+
+
+def test_bounds_may_be_expressions_of_constants_and_parameters(tmp_path):
+    b = _domain(tmp_path, 'params: {L: 2, r: 0.25}\ncoords: [x, t]\n'
+                'domain: {interval: [0, "2*pi"], time: ["L/4", "L"]}\n')
+    assert b.problem.domain.space == Interval(0, 2 * math.pi)
+    assert (b.problem.time.t0, b.problem.time.t1) == (0.5, 2.0)
+    assert b.resolved()["domain"]["interval"] == {"min": 0, "max": "2*pi"}  # kept as written
+    b = _domain(tmp_path, 'params: {r: 0.25}\ndomain: {difference: [{rectangle: [[0, 0], '
+                '["pi", "pi/2"]]}, {disk: {center: ["pi/2", "pi/4"], radius: "r*pi/4"}}]}\n')
+    assert b.problem.domain.a == Rectangle((0, 0), (math.pi, math.pi / 2))
+    assert b.problem.domain.b == Disk((math.pi / 2, math.pi / 4), math.pi / 16)
+    box = _domain(tmp_path, 'coords: [p, q, r, s, w]\n'
+                  'domain: {hypercube: [[0, 0, 0, 0, "-sqrt(2)"], [1, 1, 1, 1, "exp(0)"]]}\n')
+    assert box.problem.domain == Box((0, 0, 0, 0, -math.sqrt(2)), (1, 1, 1, 1, 1))
+
+
+@pytest.mark.parametrize(("domain", "where", "says"), [
+    ('{interval: [0, "2*pie"]}', "domain.interval.max", "did you mean 'pi'"),
+    ('{interval: ["pi", 1]}', "domain.interval", "a < b"),
+    ('{disk: {center: [0, 0], radius: "x"}}', "domain.disk.radius", "x"),
+    ('{disk: {center: [0, 0], radius: "cos(pi)"}}', "domain.disk", "positive"),
+    ('{interval: [0, "1/0"]}', "domain.interval.max", "division by zero"),
+    ('{interval: [0, 1], time: [0, "T"]}', "domain.time.1", "unknown name 'T'"),
+])
+def test_bad_bound_expressions_name_their_place(tmp_path, domain, where, says):
+    with pytest.raises(config.ConfigError) as info:
+        _domain(tmp_path, f"domain: {domain}\n")
+    msg = str(info.value)
+    assert f" {where}: " in msg and says in msg, msg

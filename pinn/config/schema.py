@@ -241,6 +241,27 @@ class ParamSpec(Strict):
 # geometry
 
 
+def _bound(v: Any):
+    """A coordinate or size of a shape: a number, or an expression of numbers, parameters
+    and ``pi`` (``"2*pi"``), evaluated when the shape is built."""
+    if isinstance(v, str):
+        if not v.strip():
+            raise PydanticCustomError("expression", "the expression is empty")
+        return v
+    return float(_number(v))
+
+
+def _positive_bound(v: Any):
+    v = _bound(v)
+    if not isinstance(v, str) and not v > 0:
+        raise PydanticCustomError("bound", "must be > 0, got {got}", {"got": v})
+    return v
+
+
+#: a number or an expression of constants (the geometry constructor checks the value)
+Bound = Annotated[Any, BeforeValidator(_bound)]
+PositiveBound = Annotated[Any, BeforeValidator(_positive_bound)]
+
 #: the shape of any dimension to name when a 2-D one gets another number of coordinates
 _ANY_DIM = {"rectangle": "box", "disk": "ball"}
 
@@ -260,7 +281,7 @@ def _vec(n: int | None, kind: str):
                                       {"kind": kind, "n": n, "got": len(v), "hint": hint})
         return v
 
-    return Annotated[list[Number], AfterValidator(check)]
+    return Annotated[list[Bound], AfterValidator(check)]
 
 
 class _Corners(Strict):
@@ -299,8 +320,8 @@ class BoxArgs(_Corners):
 
 
 class IntervalArgs(Strict):
-    min: Number
-    max: Number
+    min: Bound
+    max: Bound
 
     @model_validator(mode="before")
     @classmethod
@@ -315,20 +336,20 @@ class IntervalArgs(Strict):
 
 class DiskArgs(Strict):
     center: _vec(2, "disk")
-    radius: Positive
+    radius: PositiveBound
 
 
 class BallArgs(Strict):
     """A ball in any dimension (``center`` has one number per dimension)."""
 
     center: _vec(None, "ball")
-    radius: Positive
+    radius: PositiveBound
 
 
 class AnnulusArgs(Strict):
     center: _vec(2, "annulus")
-    inner: Positive
-    outer: Positive
+    inner: PositiveBound
+    outer: PositiveBound
 
 
 class EllipseArgs(Strict):
@@ -395,7 +416,7 @@ class DomainSpec(ShapeSpec):
     WHAT: ClassVar = "domain shape"
 
     space: ShapeSpec | None = None
-    time: Annotated[list[Number], Field(min_length=2, max_length=2)] | None = None
+    time: Annotated[list[Bound], Field(min_length=2, max_length=2)] | None = None
 
     @property
     def shape(self) -> ShapeSpec:
