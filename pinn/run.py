@@ -26,7 +26,7 @@ from pinn.nets import MLP
 from pinn.report import write_run
 from pinn.report.metrics import peak_memory_mb
 from pinn.solution import Solution, build_network
-from pinn.train import Fixed, run
+from pinn.train import Fixed, TrainingDiverged, TrainResult, run
 from pinn.train.loss import Assembly, assemble
 from pinn.train.microbatch import memory_per_point
 from pinn.train.weighting import Causal, with_term_weights
@@ -110,11 +110,20 @@ class Run:
 
         ``loop_overrides`` go to :func:`pinn.train.run` (e.g. ``on_chunk=``,
         ``handle_signals=False``). Raises what the loop raises (``Interrupted`` after a
-        checkpoint, ``TrainingDiverged``)."""
+        checkpoint; ``TrainingDiverged`` when the loss is non-finite at the start). A run
+        whose loss stays non-finite later (the NaN guard gave up) ends with its last good
+        parameters, like a run whose loss rose: ``metrics["converged"]`` is false,
+        ``metrics["divergence"]`` says why, and a ``RuntimeWarning`` says so."""
         t0 = time.perf_counter()
+        gave_up = None
         with precision_scope(self.precision):
-            result = run(self.assembly.terms_fn, self.params,
-                         **{**self.loop_arguments(), **loop_overrides})
+            try:
+                result = run(self.assembly.terms_fn, self.params,
+                             **{**self.loop_arguments(), **loop_overrides})
+            except TrainingDiverged as exc:
+                if exc.step == 0:  # non-finite from the start: nothing was trained
+                    raise
+                result, gave_up = _gave_up(exc, time.perf_counter() - t0)
             wall = time.perf_counter() - t0
             sol = Solution(self.problem, self.model, result.params, seed=self.training.seed,
                            precision=self.precision, history=list(result.history),
@@ -137,7 +146,9 @@ class Run:
             }
             if ev.has_truth(self.problem):
                 sol.metrics.update(sol.score().metrics())
-            why = divergence(sol.history, sol.metrics.get("rel_l2"))
+            why = "; ".join(w for w in (gave_up, divergence(sol.history,
+                                                             sol.metrics.get("rel_l2"))) if w)
+            why = why or None
             sol.metrics["converged"] = why is None
             if why is not None:
                 sol.metrics["divergence"] = why
@@ -147,6 +158,18 @@ class Run:
         if self.out_dir is not None:
             sol.save(self.out_dir, snapshots=self.snapshots)
         return sol
+
+
+def _gave_up(exc: TrainingDiverged, seconds: float) -> tuple[TrainResult, str]:
+    """The run up to the last good state of a run the NaN guard gave up on, and why."""
+    rows = list(exc.history)
+    last = next((r for r in reversed(rows) if r.get("event") != "rollback"), {})
+    terms = {k[5:]: v for k, v in last.items() if k.startswith("loss.") and v is not None}
+    result = TrainResult(params=exc.params, history=rows, step=exc.step, stages=[],
+                         rollbacks=list(exc.failures), wall_time=seconds,
+                         train_seconds=seconds, final_terms=terms)
+    return result, (f"the loss stayed non-finite from step {exc.step} on (the NaN guard gave "
+                    "up), so the run kept the parameters of that step")
 
 
 def _weighting(training: Training, asm: Assembly):

@@ -409,3 +409,40 @@ def test_a_diverging_solve_warns_once_and_says_so_in_metrics(tmp_path, capsys):
     assert m["converged"] is False and len(warned) == 1, (m.get("rel_l2"), err)
     assert warned[0].startswith("pinn: warning: heat2d: the run did not converge: ")
     assert "the loss rose from" in m["divergence"] and m["divergence"] in warned[0]
+
+
+def test_a_run_the_nan_guard_gave_up_on_keeps_its_last_good_state(tmp_path, monkeypatch):
+    """``Run.train`` when the loop raises ``TrainingDiverged`` after some steps (the loop's
+    side is tested in test_train_loop): the folder holds the last good state, with
+    ``converged: false`` and the reason, and one warning says so."""
+    import pinn
+    import pinn.config
+    import pinn.run as R
+    from pinn.train import TrainingDiverged
+
+    real = R.run
+
+    def gives_up(*args, **kwargs):
+        res = real(*args, **kwargs)
+        rows = [*res.history, {"step": res.step, "event": "rollback", "loss": None}]
+        raise TrainingDiverged("training diverged", step=res.step, stage=0,
+                               failures=rows[-1:], params=res.params, history=rows)
+
+    monkeypatch.setattr(R, "run", gives_up)
+    built = pinn.config.load(str(HEAT), ["training.stages.0.steps=20",
+                                         "training.stages.1.steps=0", *SETS[2:]])
+    run = pinn.setup(built.problem, built.model(), built.training(), progress=False,
+                     out_dir=tmp_path / "run", resolution=9, snapshots=2)
+    with pytest.warns(RuntimeWarning, match="the NaN guard gave up") as caught:
+        sol = run.train(handle_signals=False)
+    assert len([w for w in caught if "did not converge" in str(w.message)]) == 1
+    m = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert m["converged"] is False and m["steps_done"] == 20 and m["rollbacks"] == 1
+    assert m["divergence"].startswith("the loss stayed non-finite from step 20 on")
+    assert set(m["loss"]) == {"heat"} and m["rel_l2"] == sol.metrics["rel_l2"]
+    # non-finite at the very start: nothing was trained, the error stands
+    monkeypatch.setattr(R, "run", lambda *a, **k: (_ for _ in ()).throw(TrainingDiverged(
+        "non-finite at the initial parameters", step=0, stage=0, failures=[],
+        params=None, history=[])))
+    with pytest.raises(TrainingDiverged, match="initial parameters"):
+        run.train()
