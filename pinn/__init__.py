@@ -94,15 +94,17 @@ from pinn.run import Run, setup, solve
 from pinn.solution import Solution
 from pinn.train import (
     LBFGS,
+    SOAP,
     Adam,
     AdamW,
     Callback,
     Causal,
     EarlyStopping,
     Fixed,
+    GaussNewton,
     GradNorm,
+    LevenbergMarquardt,
     Optax,
-    SOAP,
     Stage,
     TensorBoard,
 )
@@ -131,6 +133,7 @@ __all__ = [
     "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
-    "Adam", "AdamW", "LBFGS", "SOAP", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
+    "Adam", "AdamW", "LBFGS", "SOAP", "LevenbergMarquardt", "GaussNewton",
+    "Optax", "Stage", "Fixed", "GradNorm", "Causal",
     "EarlyStopping", "Callback", "TensorBoard",
 ]

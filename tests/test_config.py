@@ -192,8 +192,8 @@ def test_zero_step_stage_is_skipped():
     (("time: [0, 1]", "time: [1, 0]"),
      "heat2d.yaml:5 domain.time: TimeInterval needs finite t0 < t1, got t0=1.0, t1=0.0"),
     (("{lbfgs: {}, steps: 500}", "{lbfgs: {}, adam: {}, steps: 500}"),
-     "heat2d.yaml:15 training.stages.1: give exactly one optimizer (adam, adamw, lbfgs); got adam "
-     "and lbfgs"),
+     "heat2d.yaml:15 training.stages.1: give exactly one optimizer (adam, adamw, soap, lbfgs, "
+     "lm, gauss_newton"),
 ])
 def test_errors_name_the_place(edit, expected):
     old, new = edit

@@ -71,7 +71,8 @@ def samplers() -> dict[str, Callable]:
 def optimizers() -> dict[str, Callable]:
     import pinn.train as T
 
-    return {"adam": T.Adam, "adamw": T.AdamW, "soap": T.SOAP, "lbfgs": T.LBFGS}
+    return {"lm": T.LevenbergMarquardt, "gauss_newton": T.GaussNewton,
+            "adam": T.Adam, "adamw": T.AdamW, "soap": T.SOAP, "lbfgs": T.LBFGS}
 
 
 @functools.cache

@@ -620,15 +620,41 @@ class LBFGSArgs(Strict):
     gtol: NonNegative = 0.0
 
 
+class LMArgs(Strict):
+    """Levenberg-Marquardt on the residual vector (full batch; use ``precision: 64``):
+    ``damping`` relative to the Gram matrix's mean diagonal, raised ``up`` on a rejected or
+    poor trial, lowered ``down`` on a good one."""
+
+    damping: Positive = 1e-3
+    up: Annotated[float, BeforeValidator(_number), Field(gt=1)] = 3.0
+    down: Annotated[float, BeforeValidator(_number), Field(gt=0, lt=1)] = 1 / 3
+    max_tries: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 30
+    gtol: NonNegative = 0.0
+    max_jacobian: Annotated[int, BeforeValidator(_integer), Field(ge=1)] = 50_000_000
+
+
+class GaussNewtonArgs(Strict):
+    """Gauss-Newton (energy natural gradient) with a fixed ``damping`` and a backtracking
+    line search (step length times ``shrink`` per trial); full batch, ``precision: 64``."""
+
+    damping: Positive = 1e-10
+    shrink: Annotated[float, BeforeValidator(_number), Field(gt=0, lt=1)] = 0.5
+    max_tries: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 30
+    gtol: NonNegative = 0.0
+    max_jacobian: Annotated[int, BeforeValidator(_integer), Field(ge=1)] = 50_000_000
+
+
 class StageSpec(OneOf):
     """``{adam: {lr: 1e-3}, steps: 5000}`` or ``{lbfgs: {}, steps: 500}``."""
 
-    KINDS: ClassVar = ("adam", "adamw", "soap", "lbfgs")
+    KINDS: ClassVar = ("adam", "adamw", "soap", "lbfgs", "lm", "gauss_newton")
     WHAT: ClassVar = "optimizer"
 
     adam: AdamArgs | None = None
     adamw: AdamWArgs | None = None
     soap: SOAPArgs | None = None
+    lm: LMArgs | None = None
+    gauss_newton: GaussNewtonArgs | None = None
     lbfgs: LBFGSArgs | None = None
     steps: Steps
 

@@ -7,6 +7,7 @@ result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS
 
 from .callbacks import EarlyStopping
 from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from .gauss_newton import GaussNewton, LevenbergMarquardt
 from .history import read_history
 from .loggers import TensorBoard
 from .loop import Interrupted, TrainingDiverged, TrainResult, run
@@ -33,6 +34,8 @@ __all__ = [
     "AdamW",
     "LBFGS",
     "SOAP",
+    "LevenbergMarquardt",
+    "GaussNewton",
     "SSBFGS",
     "SSBroyden",
     "Optax",

@@ -4,6 +4,9 @@
 
 - ``terms_fn(params, batch) -> {name: mean squared residual}``, one term per
   equation and per (soft) condition, named as in the problem;
+- ``residuals_fn(params, batch) -> {name: 1-D array}``: the same terms as residual
+  vectors, scaled so that ``terms[name] == sum(square(residuals[name]))`` (what
+  Gauss-Newton methods differentiate); also ``terms_fn.residuals``;
 - ``sample_fn(key, params) -> batch``: fresh collocation points for every
   term (a dict keyed like the terms), pure and jit-able so the training
   loop resamples on device;
@@ -71,7 +74,8 @@ class Assembly:
     names: tuple[str, ...]
     weights: dict[str, float]
     periodic: dict[int, float] = field(default_factory=dict)
-    residual_fn: Callable | None = None
+    residual_fn: Callable | None = None  # |equation residual| at points (for RAD)
+    residuals_fn: Callable | None = None  # the terms as residual vectors (Gauss-Newton)
 
 
 # ---------------------------------------------------------------------------
@@ -215,6 +219,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     eq_fn = compiled(dict(problem.equations))
     eq_names = tuple(problem.equations)
     eq_terms = _equation_terms(problem, eq_fn, eq_names, causal)
+    eq_vectors = _equation_residuals(problem, eq_fn, eq_names, causal)
 
     def residual_magnitude(params, x):
         res = eq_fn(params, x)
@@ -223,6 +228,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     sample_interior = _interior_sampler(draw, points, residual_magnitude)
     evaluators: dict[str, Callable] = {}   # name -> fn(params, batch_entry) -> scalar
     samplers: dict[str, Callable] = {}     # name -> fn(key, params) -> batch_entry (or None)
+    vectors: dict[str, Callable] = {}      # name -> fn(params, batch_entry) -> 1-D residuals
     weights: dict[str, float] = {}
     for name, c in problem.conditions.items():
         if c.hard:
@@ -231,12 +237,14 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
             _region_sampler, draw, points, sample_interior, name=name), draw.dtype)
         if own is not None:  # a term of the condition's own (pinn.LossTerm)
             evaluators[name], samplers[name] = own
+            vectors[name] = _root_of(own[0])
             weights[name] = c.weight
             continue
         res = c.residuals(problem, name)
         fn = compiled(dict(res.exprs), inputs=normals if res.normals else ())
         evaluators[name], samplers[name] = _condition_term(draw, name, res, fn, points,
                                                            sample_interior)
+        vectors[name] = _condition_residuals(res, fn, draw.dtype)
         weights[name] = c.weight
 
     names = eq_names + tuple(evaluators)
@@ -249,6 +257,14 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
             out[n] = ev(params, batch.get(n))
         return out
 
+    def residuals_fn(params, batch):
+        out = dict(eq_vectors(params, batch["__interior__"]))
+        for n, vec in vectors.items():
+            out[n] = vec(params, batch.get(n))
+        return out
+
+    terms_fn.residuals = residuals_fn  # how the training core finds the residual form
+
     def sample_fn(key, params):
         keys = jax.random.split(key, len(samplers) + 1)
         batch = {"__interior__": sample_interior(keys[0], params)}
@@ -259,7 +275,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
 
     return Assembly(terms_fn=terms_fn, sample_fn=sample_fn, apply=field_apply, names=names,
                     weights=weights, periodic=periodic_embedding(problem),
-                    residual_fn=residual_magnitude)
+                    residual_fn=residual_magnitude, residuals_fn=residuals_fn)
 
 
 def _equation_terms(problem, eq_fn, eq_names, causal):
@@ -386,3 +402,90 @@ def _fixed_points_term(fn, keys, pts, targets, dtype):
         return _mean_sq(out - y)
 
     return ev
+
+
+# ---------------------------------------------------------------------------
+# the terms as residual vectors: terms[name] == sum(square(residuals[name]))
+
+
+def _scaled(r):
+    """``r`` flattened and divided by the square root of its size: its squares sum to the
+    mean of ``r``'s squares (the term ``_mean_sq(r)``)."""
+    r = jnp.ravel(r)
+    return r / jnp.sqrt(jnp.asarray(r.size, r.dtype))
+
+
+def _stacked(res):
+    return jnp.concatenate([_scaled(r) for r in res.values()])
+
+
+def _root_of(evaluate):
+    """A term known only as a scalar (a user's own ``LossTerm``) as the one residual
+    ``sqrt(term)``: Gauss-Newton on it is Gauss-Newton on the term itself."""
+
+    def vector(params, entry):
+        value = evaluate(params, entry)
+        return jnp.sqrt(jnp.maximum(value, jnp.finfo(value.dtype).tiny))[None]
+
+    return vector
+
+
+def _equation_residuals(problem, eq_fn, eq_names, causal):
+    """``(params, x) -> {equation: residual vector}`` of :func:`_equation_terms`' terms."""
+    if causal is None or not problem.is_evolution:
+        def eq_vectors(params, x):
+            res = eq_fn(params, x)
+            return {n: _scaled(res[n]) for n in eq_names}
+
+        return eq_vectors
+    from pinn.train.weighting import causal_weights
+
+    t0, t1 = problem.time.t0, problem.time.t1
+    chunks = int(causal.chunks)
+    ti = -1  # the time: the last input, as in causal_terms
+
+    def causal_vectors(params, x):
+        # the term is mean_c w_c * (sum of r_i^2 over chunk c) / count_c
+        res = eq_fn(params, x)
+        idx = jnp.clip(((x[:, ti] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
+        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, ti]), idx, chunks), 1.0)
+        out = {}
+        for n in eq_names:
+            r = jnp.ravel(res[n])
+            per_chunk = jax.ops.segment_sum(jnp.square(r), idx, chunks) / counts
+            w = causal_weights(jax.lax.stop_gradient(per_chunk), causal.eps)
+            out[n] = r * jnp.sqrt(w / (chunks * counts))[idx]
+        return out
+
+    return causal_vectors
+
+
+def _condition_residuals(res: C.Residuals, fn, dtype):
+    """``vector(params, batch_entry)`` of the term :func:`_condition_term` evaluates."""
+    if res.points is not None:
+        keys = tuple(res.exprs)
+
+        def fixed(params, _):
+            x = shard_points(jnp.asarray(res.points, dtype=dtype))
+            y = shard_points(jnp.asarray(res.targets, dtype=x.dtype))
+            out = fn(params, x)
+            return _scaled(jnp.stack([jnp.reshape(out[k], (-1,)) for k in keys], axis=1) - y)
+
+        return fixed
+    if res.match is not None:
+        axis, b_val = res.match
+
+        def periodic(params, xa):
+            xb = jnp.where(jnp.arange(xa.shape[-1]) == axis, b_val, xa)
+            ra, rb = fn(params, xa), fn(params, xb)
+            return jnp.concatenate([_scaled(ra[k] - rb[k]) for k in ra])
+
+        return periodic
+    region = res.on if isinstance(res.on, str) else None
+    if res.normals and region not in ("interior", "initial"):
+        def with_normals(params, entry):
+            x, nrm = entry
+            return _stacked(fn(params, x, nrm))
+
+        return with_normals
+    return lambda params, x: _stacked(fn(params, x))
