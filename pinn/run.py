@@ -3,7 +3,9 @@
 The CLI, the notebooks, the benchmarks and ``pinn sweep`` all go through :func:`setup`, so
 nothing re-types the set-up (network, loss assembly, weights, PRNG keys, evaluation). A run
 with an ``out_dir`` owns that folder: history and checkpoints while it trains, then the
-solution, ``metrics.json``, plots and ``report.md`` (:meth:`Solution.save`).
+solution, ``metrics.json``, plots and ``report.md`` (:meth:`Solution.save`). Over several
+processes (:mod:`pinn.distributed`) process 0 alone writes it; the others take part in each
+checkpoint and resume from process 0's (the folder must be on a shared file system).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn import evaluate as ev
+from pinn.distributed import is_main, to_host
 from pinn.nets import MLP
 from pinn.report import write_run
 from pinn.report.metrics import peak_memory_mb
@@ -91,9 +94,12 @@ class Run:
     def loop_arguments(self) -> dict:
         """The keyword arguments of :func:`pinn.train.run` for this run."""
         t = self.training
+        folder = {"out_dir": self.out_dir}
+        if self.out_dir is not None and not is_main():  # many processes: process 0 writes,
+            folder = {"checkpoint_dir": self.out_dir / "checkpoints"}  # the others gather
         return dict(stages=t.stages, sample_fn=self.assembly.sample_fn, key=self.key,
                     weighting=self.weighting, resample_every=t.points.resample_every,
-                    chunk=t.chunk, out_dir=self.out_dir, checkpoint_every=t.checkpoint_every,
+                    chunk=t.chunk, **folder, checkpoint_every=t.checkpoint_every,
                     resume=self.resume, evaluate=self.evaluate, eval_every=t.eval_every,
                     progress=self.progress, devices=t.devices, micro_batch=t.micro_batch,
                     **({"observers": list(self.observers)} if self.observers else {}))
@@ -125,7 +131,10 @@ class Run:
                     raise
                 result, gave_up = _gave_up(exc, time.perf_counter() - t0)
             wall = time.perf_counter() - t0
-            sol = Solution(self.problem, self.model, result.params, seed=self.training.seed,
+            # many processes: the (replicated) parameters as host arrays, so that what follows
+            # (scoring, saving, the user's evaluations) runs in each process on its own
+            params = result.params if jax.process_count() == 1 else to_host(result.params)
+            sol = Solution(self.problem, self.model, params, seed=self.training.seed,
                            precision=self.precision, history=list(result.history),
                            training=self.training, resolution=self.resolution)
             sol._apply = self.assembly.apply
@@ -140,6 +149,7 @@ class Run:
                 "params": sol.learned_params(), "rollbacks": len(result.rollbacks),
                 "stages": result.stages, "peak_memory_mb": peak_memory_mb(),
                 **({"devices": self.training.devices} if self.training.devices else {}),
+                **({"processes": jax.process_count()} if jax.process_count() > 1 else {}),
                 **({"micro_batch": self.training.micro_batch}
                    if self.training.micro_batch else {}),
                 **self.metrics,
@@ -155,7 +165,7 @@ class Run:
                 warnings.warn(f"{self.problem.name}: the run did not converge: {why}; lower "
                               "the learning rate, train longer or check the problem scaling",
                               RuntimeWarning, stacklevel=2)
-        if self.out_dir is not None:
+        if self.out_dir is not None and is_main():
             sol.save(self.out_dir, snapshots=self.snapshots)
         return sol
 

@@ -91,6 +91,19 @@ def solve(
     devices: Annotated[str | None, typer.Option(
         help="Data parallel over devices: 'all' or a count, the points sharded "
              "(training.devices).")] = None,
+    coordinator: Annotated[str | None, typer.Option(
+        help="Many hosts: HOST:PORT of process 0, the same on every process (with "
+             "--num-processes and --process-id).", rich_help_panel="Many hosts")] = None,
+    num_processes: Annotated[int | None, typer.Option(
+        help="Many hosts: how many processes train this run.",
+        rich_help_panel="Many hosts")] = None,
+    process_id: Annotated[int | None, typer.Option(
+        help="Many hosts: this process, 0 .. N-1 (process 0 writes the run folder).",
+        rich_help_panel="Many hosts")] = None,
+    distributed: Annotated[str | None, typer.Option(
+        help="Many hosts: 'auto' joins the processes the cluster environment describes "
+             "(SLURM srun, mpirun; also PINN_DISTRIBUTED=1), 'off' never joins.",
+        rich_help_panel="Many hosts")] = None,
     quiet: QuietOpt = False,
     log_format: LogFormatOpt = "auto",
     log: LogOpt = None,
@@ -99,6 +112,9 @@ def solve(
                                         "solution check (as `pinn validate` does).")] = True,
 ):
     """Train a PINN on a problem file and write a run folder (config, metrics, plots, report)."""
+    joined = _join(coordinator, num_processes, process_id, distributed)  # before any JAX use
+    if not _is_main(joined):  # many hosts: process 0 speaks and logs, the others train
+        quiet, log = True, None
     from pinn.train.progress import resolve_format
 
     _check_logs(log_format, log)
@@ -113,9 +129,87 @@ def solve(
         if failed:
             raise UserError(_check_failure(file, failed) + " (or train anyway: --no-check)")
     model, training = built.model(), built.training()
-    run_dir, lock = _prepare(built, out, resume, file=file, sets=sets)
+    run_dir, lock = _shared_folder(joined, lambda: _prepare(built, out, resume, file=file,
+                                                            sets=sets))
     with lock:
         return _train(built, model, training, run_dir, resume, quiet, log_format, log)
+
+
+def _join(coordinator, num_processes, process_id, distributed) -> bool:
+    """Many hosts: join this run's processes (:mod:`pinn.distributed`); whether it did."""
+    from pinn import distributed as dist
+
+    flags = {"--coordinator": coordinator, "--num-processes": num_processes,
+             "--process-id": process_id}
+    given = [k for k, v in flags.items() if v is not None]
+    if distributed not in (None, "auto", "off"):
+        raise UserError(f"--distributed {distributed!r}: use auto (join the processes of the "
+                        "cluster environment) or off")
+    if given and len(given) < len(flags):
+        missing = ", ".join(k for k in flags if k not in given)
+        raise UserError(f"{', '.join(given)} without {missing}: a many-host run needs all "
+                        "three (--coordinator HOST:PORT --num-processes N --process-id I)")
+    if distributed == "off":
+        if given:
+            raise UserError(f"--distributed off with {', '.join(given)}: drop one of them")
+        return False
+    try:
+        auto = distributed == "auto" or dist.wanted()
+        return dist.initialize(coordinator, num_processes, process_id, auto=auto)
+    except ValueError as exc:
+        raise UserError(f"many hosts: {exc}") from None
+    except RuntimeError as exc:
+        where = f" at {coordinator}" if coordinator else ""
+        raise UserError(f"cannot join the processes{where}: {str(exc).splitlines()[0]}; start "
+                        "every process with the same --coordinator and --num-processes and "
+                        "a distinct --process-id, and check that process 0's port is "
+                        "reachable") from None
+
+
+def _is_main(joined: bool) -> bool:
+    from pinn.distributed import is_main
+
+    return not joined or is_main()
+
+
+def _shared_folder(joined: bool, prepare):
+    """``(run_dir, lock)`` from ``prepare()``; over many processes, process 0 prepares (and
+    locks) the folder and the others learn its path and check they see it (the run folder
+    must lie on a file system every host shares)."""
+    if not joined:
+        return prepare()
+    from pinn.distributed import agree, broadcast_text, is_main
+
+    run_dir, lock, failure = None, contextlib.nullcontext(), None
+    if is_main():
+        try:
+            run_dir, lock = prepare()
+        except Exception as exc:  # noqa: BLE001 - told to the others, then raised here
+            failure = exc
+    text = broadcast_text(f"error:{failure}" if failure else f"ok:{run_dir}")
+    if failure is not None:
+        raise failure
+    kind, _, value = text.partition(":")
+    if kind != "ok":
+        raise UserError(f"process 0: {value}")
+    run_dir = Path(value)
+    if not agree(_visible(run_dir)):
+        with lock:
+            raise UserError(f"{run_dir}: process 0 wrote the run folder there but not every "
+                            "process sees it; a many-host run needs the folder on a file "
+                            "system all hosts share (give --out on one)")
+    return run_dir, lock
+
+
+def _visible(folder: Path, wait: float = 5.0) -> bool:
+    import time
+
+    end = time.monotonic() + wait
+    while not folder.is_dir():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def _problem(file: Path | None, out: Path | None, resume: bool, sets: list[str]):

@@ -65,15 +65,21 @@ def save_checkpoint(
 ) -> Path:
     """Save ``tree`` (any pytree of arrays) and JSON-able ``meta`` as ``ckpt_<step>.npz``.
 
-    Atomic; keeps the newest ``keep`` checkpoints (``None``: all).
+    Atomic; keeps the newest ``keep`` checkpoints (``None``: all). Over several processes
+    (:mod:`pinn.distributed`) every process calls this (arrays sharded over processes are
+    gathered) and process 0 alone writes; all return the path.
     """
+    from pinn.distributed import is_main, to_host
+
     directory = Path(directory)
     leaves, treedef = jax.tree.flatten(tree)
     arrays, infos = {}, []
-    for i, leaf in enumerate(jax.device_get(leaves)):
+    for i, leaf in enumerate(to_host(leaves)):
         arr, info = _encode(leaf)
         arrays[f"leaf_{i:05d}"] = arr
         infos.append(info)
+    if not is_main():
+        return directory / f"ckpt_{int(step):09d}.npz"
     header = {"step": int(step), "treedef": str(treedef), "leaves": infos, "meta": meta}
     buffer = io.BytesIO()
     np.savez(buffer, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)

@@ -355,8 +355,11 @@ class Checkpoints(Observer):
         self.last: Path | None = None
 
     def init(self, info: RunInfo) -> None:
+        from pinn.distributed import is_main
+
         self.last = info.resumed_from
-        stale = list_checkpoints(self.directory) if info.resume_meta is None else []
+        fresh = info.resume_meta is None and is_main()  # many processes: process 0 cleans up
+        stale = list_checkpoints(self.directory) if fresh else []
         if stale:
             warn(
                 f"run: removing {len(stale)} checkpoint(s) of an earlier run in "
@@ -481,8 +484,13 @@ class Signals(Observer):
                 self._previous[sig] = signal.signal(sig, self._handler)
 
     def on_chunk(self, event: ChunkEvent) -> None:
-        if event.kind == "boundary" and self.received is not None:
-            event.stop(signal.Signals(self.received).name)
+        if event.kind != "boundary":
+            return
+        from pinn.distributed import largest
+
+        received = largest(self.received or 0)  # many processes: all stop at the same chunk
+        if received:
+            event.stop(signal.Signals(received).name)
 
     def close(self, result: TrainResult) -> None:
         for sig, handler in self._previous.items():

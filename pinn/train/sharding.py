@@ -14,6 +14,13 @@ partitionable (``jax_threefry_partitionable``, the default), so a sharded draw c
 only the local block and yields the very numbers of the unsharded draw. A run on 1, 2 or 4
 devices therefore sees the same points and agrees to rounding (the order of the sums
 differs); ``devices=None`` is the single-device program, unchanged.
+
+Many processes (:mod:`pinn.distributed`): ``jax.devices()`` then lists every process's
+devices and the mesh spans them all (``devices=None`` means ``"all"`` there, a count must be
+all of them). Every process computes the same first batch from the same key and keeps only
+its shard (:meth:`Sharding.place` builds each global array with
+:func:`jax.make_array_from_callback`); later batches are drawn on device, shard by shard. So
+``N`` processes of one device each train the very program of one process with ``N`` devices.
 """
 
 from __future__ import annotations
@@ -46,11 +53,16 @@ def check_devices(devices: Any, owner: str = "Training") -> None:
 def resolve_devices(devices: Any) -> list | None:
     """The devices a run trains on: None (no mesh), ``"all"`` or the first ``N``."""
     check_devices(devices)
-    if devices is None:
+    if devices is None and jax.process_count() == 1:
         return None
     available = jax.devices()
-    if devices == "all":
+    if devices is None or devices == "all":
         return list(available)
+    if jax.process_count() > 1 and devices != len(available):
+        raise ValueError(
+            f"devices={devices}: a run over {jax.process_count()} processes trains on all "
+            f"their {len(available)} devices; set training.devices to 'all' (or leave it "
+            "unset).")
     if devices > len(available):
         raise ValueError(
             f"devices={devices}: only {len(available)} {available[0].platform} device(s) are "
@@ -106,8 +118,14 @@ class Sharding:
                 f"training.points counts that are multiples of {n}.")
 
     def place(self, state: Any) -> Any:
-        """``state`` on the mesh: the batch sharded along its first axis, the rest replicated."""
-        return jax.device_put(state, self._tree(state))
+        """``state`` on the mesh: the batch sharded along its first axis, the rest replicated.
+
+        Over several processes, each host value (the same on every process) becomes a global
+        array of which each process holds only its part; arrays already spread over the
+        mesh are resharded."""
+        if jax.process_count() == 1:
+            return jax.device_put(state, self._tree(state))
+        return jax.tree.map(_global, state, self._tree(state))
 
     def constrain(self, state: Any) -> Any:
         """The same layout as :meth:`place`, inside a traced function."""
@@ -118,8 +136,21 @@ class Sharding:
         return jax.set_mesh(self.mesh)
 
 
+def _global(x: Any, sharding: NamedSharding) -> jax.Array:
+    """One leaf as a global array with ``sharding``: each process fills its own shards."""
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        return jax.device_put(x, sharding)
+    if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = _global(jax.random.key_data(x), sharding)
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+    host = np.asarray(x)
+    return jax.make_array_from_callback(host.shape, sharding,
+                                        lambda index: np.asarray(host[index]))
+
+
 def make_sharding(devices: Any) -> Sharding | None:
-    """A :class:`Sharding` over ``devices`` (None, ``"all"`` or a count); None for None."""
+    """A :class:`Sharding` over ``devices`` (None, ``"all"`` or a count); None for None
+    in a one-process run."""
     chosen = resolve_devices(devices)
     if chosen is None:
         return None
