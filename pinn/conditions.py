@@ -75,8 +75,9 @@ class HardOutput:
     """One field's exact constraint built into the network output.
 
     ``kind="dirichlet"``: ``field = value`` on the box ``walls`` (see
-    :func:`pinn.nets.box_distance`); ``kind="initial"``: ``field = value``
-    (and ``D(field, t) = rate``) at the initial time.
+    :func:`pinn.nets.box_distance`), or on the boundary ``parts`` of any other shape
+    (through its approximate distance function, :mod:`pinn.geometry.adf`);
+    ``kind="initial"``: ``field = value`` (and ``D(field, t) = rate``) at the initial time.
     """
 
     kind: str
@@ -84,6 +85,7 @@ class HardOutput:
     value: E.Expr
     walls: tuple = ()
     rate: E.Expr | None = None
+    parts: tuple | None = None
 
 
 class Condition:
@@ -199,24 +201,33 @@ def _needs_time(problem, name: str, what: str) -> None:
                          "(Shape * TimeInterval(t0, t1)); remove it for a steady problem")
 
 
-def _box_walls(problem, name, on) -> tuple:
-    """The ``box_distance`` walls of a hard Dirichlet condition on a box's parts."""
+def _hard_walls(problem, name, on) -> dict:
+    """Where a hard Dirichlet condition holds: ``{"walls": ...}`` for the ``box_distance`` of
+    a box, ``{"parts": ...}`` for the approximate distance function of any other shape."""
     from pinn import geometry as G
 
     space = problem.space
-    if not isinstance(space, (G.Interval, G.Rectangle, G.Box)):
-        raise ValueError(
-            f"conditions.{name}: hard Dirichlet conditions are supported on intervals, "
-            f"rectangles and boxes, not on {type(space).__name__}; use hard=False"
-        )
-    if on == "boundary":
-        return tuple(range(space.dim))
     parts = (on,) if isinstance(on, str) else on
     if not isinstance(parts, tuple) or not all(isinstance(p, str) for p in parts):
         raise ValueError(
             f"conditions.{name}: a hard Dirichlet condition needs named parts (or 'boundary'), "
             f"not a predicate; use hard=False with on={on}"
         )
+    if isinstance(space, (G.Interval, G.Rectangle, G.Box)):
+        return {"walls": _box_walls(space, name, on, parts)}
+    from pinn.geometry.adf import boundary_distance
+
+    try:
+        boundary_distance(space, parts)
+    except ValueError as exc:
+        raise ValueError(f"conditions.{name}: {exc}") from None
+    return {"parts": tuple(space.boundary_parts if on == "boundary" else parts)}
+
+
+def _box_walls(space, name, on, parts) -> tuple:
+    """The ``box_distance`` walls of a hard Dirichlet condition on a box's parts."""
+    if on == "boundary":
+        return tuple(range(space.dim))
     walls = []
     for p in parts:
         if p not in space.boundary_parts:
@@ -296,8 +307,8 @@ class Dirichlet(Condition):
     def hard_outputs(self, problem, name):
         if not self.hard:
             return ()
-        walls = _box_walls(problem, name, self.on)
-        return tuple(HardOutput("dirichlet", f, v, walls=walls) for f, v in self.values)
+        where = _hard_walls(problem, name, self.on)
+        return tuple(HardOutput("dirichlet", f, v, **where) for f, v in self.values)
 
 
 @dataclass(frozen=True)

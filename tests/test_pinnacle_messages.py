@@ -95,16 +95,20 @@ def test_validate_names_a_file_reference(capsys, tmp_path):
     assert "ref.npz" in line and "object at 0x" not in line
 
 
-def test_hard_dirichlet_on_an_unsupported_shape_fails_at_its_yaml_path(capsys, tmp_path):
-    text = POISSON.replace(
+def test_hard_dirichlet_it_cannot_build_fails_at_its_yaml_path(capsys, tmp_path):
+    """A hole is fine (distance functions); a predicate is not: exit 2 at the YAML path."""
+    hole = POISSON.replace(
         "domain: {rectangle: {min: [0, 0], max: [1, 1]}}",
         "domain: {difference: [{rectangle: {min: [0, 0], max: [1, 1]}}, "
         "{ellipse: {center: [0.5, 0.5], semi_axes: [0.2, 0.1]}}]}",
     ).replace("on: boundary}", "on: boundary, hard: true}").replace(
         'exact:\n  u: "sin(pi*x)*sin(pi*y)"\n', "")
-    f = write(tmp_path, text)
+    rc, out, err = run(capsys, "validate", write(tmp_path, hole))
+    assert rc == 0 and "valid" in out, err
+    f = write(tmp_path, hole.replace("on: boundary, hard: true}", 'on: "x == 0", hard: true}'))
     rc, _, err = run(capsys, "validate", f)
     assert rc == 2 and "p.yaml:7 conditions.walls.hard:" in err and "internal" not in err, err
+    assert "named parts" in err
     rc, _, err = run(capsys, "solve", f, "--out", tmp_path / "run")
     assert rc == 2 and "conditions.walls.hard" in err
     assert not (tmp_path / "run").exists()

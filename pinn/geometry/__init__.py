@@ -5,6 +5,9 @@
     x = domain.sample_interior(key, 1000, Sobol())
     b = domain.sample_boundary(key, 200, on="circle")   # points, normals, part
 
+``boundary_distance(shape, on)`` is a smooth function vanishing exactly on boundary
+parts (for hard Dirichlet conditions on any shape, :mod:`pinn.geometry.adf`).
+
 See :mod:`pinn.geometry.base` for the conventions, :mod:`pinn.geometry.csg`
 for how CSG shapes name their boundary parts, :mod:`pinn.geometry.samplers`
 for what each sampler computes inside jit, and :mod:`pinn.geometry._core` for
@@ -17,6 +20,7 @@ shapes and predicates an estimate of the acceptance rate (one small jitted
 evaluation on 32768 fixed candidates) that sizes the proposal rounds.
 """
 
+from pinn.geometry.adf import boundary_distance
 from pinn.geometry.base import BoundarySample, Domain, Shape
 from pinn.geometry.csg import Difference, Intersection, Renamed, Union
 from pinn.geometry.polygon import Polygon, Triangle
@@ -38,4 +42,5 @@ __all__ = [
     "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
     "Union", "Difference", "Intersection", "Renamed", "TimeInterval", "SpaceTime",
     "Sampler", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD", "rad_select",
+    "boundary_distance",
 ]

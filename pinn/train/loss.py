@@ -145,7 +145,13 @@ def _hard_transforms(problem, apply, spatial_dim):
             if j in dirichlet:
                 raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
                                  "Dirichlet condition; merge them into one")
-            dirichlet[j] = (box_distance(*problem.box, walls=list(h.walls)), h.value)
+            if h.parts is None:  # a box: the product of its walls' distances
+                dist = box_distance(*problem.box, walls=list(h.walls))
+            else:  # any other shape: its approximate distance function
+                from pinn.geometry.adf import boundary_distance
+
+                dist = boundary_distance(problem.space, h.parts)
+            dirichlet[j] = (dist, h.value)
     if not dirichlet and not initial:
         return apply
     t0 = problem.time.t0 if problem.is_evolution else 0.0
