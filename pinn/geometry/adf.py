@@ -24,6 +24,10 @@ medial axis).  The result is divided by half the largest side of the bounding bo
 is of order one inside the shape.  Columns of the points beyond the shape's dimension
 (time, parameters) are ignored.
 
+Limitation: a wall that two operands share exactly (``Rectangle((0, 0), (1, 1)) |
+Rectangle((1, 0), (2, 1))``: the line ``x = 1`` inside the union) is kept by the trims,
+so the function vanishes there too; let such operands overlap instead.
+
     phi = boundary_distance(Rectangle((0, 0), (1, 1)) - Disk((0.5, 0.5), 0.2))
     u = pinn.nets.hard_dirichlet(apply, phi, g)      # u == g on the whole boundary
 """
