@@ -168,6 +168,59 @@ class Problem:
     def learnable(self) -> tuple[E.Param, ...]:
         return tuple(p for p in self.params if p.learnable)
 
+    @property
+    def ranged(self) -> tuple[E.Param, ...]:
+        """The parameters given a range (``param("alpha", range=(lo, hi))``): inputs of the
+        network after the coordinates, sampled with the points (a parametric problem)."""
+        return tuple(p for p in self.params if p.range is not None)
+
+    @property
+    def inputs(self) -> tuple[E.Coord, ...]:
+        """The network's input columns: the coordinates, then one column per ranged
+        parameter (named like it). Derivatives are taken along the coordinates only."""
+        return self.coords + tuple(E.Coord(p.name) for p in self.ranged)
+
+    @property
+    def input_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` over :attr:`inputs`: :attr:`box`, then each ranged parameter's range
+        (the network's input scaling, the hard-wall distance)."""
+        lo, hi = self.box
+        r = self.ranged
+        return (np.concatenate([lo, [p.range[0] for p in r]]),
+                np.concatenate([hi, [p.range[1] for p in r]]))
+
+    @property
+    def time_index(self) -> int | None:
+        """The column of time in the points (and the network's inputs), or None."""
+        return len(self.coords) - 1 if self.is_evolution else None
+
+    def param_columns(self, params: Mapping[str, float] | None, n: int, *,
+                      where: str = "params") -> np.ndarray:
+        """``[n, len(ranged)]`` float64: the ranged parameters' values ``params`` (a value
+        per name, each within its range up to 1e-9 of its width) repeated for ``n``
+        points. ValueError naming the fix for a missing, unknown or out-of-range name."""
+        params = dict(params or {})
+        names = [p.name for p in self.ranged]
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise ValueError(f"{where}: {unknown} are not ranged parameters of this problem "
+                             f"(ranged: {names or 'none'})")
+        missing = [k for k in names if k not in params]
+        if missing:
+            rng = ", ".join(f"{p.name} in {list(p.range)}" for p in self.ranged)
+            raise ValueError(f"{where}: give a value for {missing} (this problem is "
+                             f"parametric: {rng})")
+        cols = []
+        for p in self.ranged:
+            v = float(params[p.name])
+            lo, hi = p.range
+            tol = 1e-9 * (hi - lo)
+            if not lo - tol <= v <= hi + tol:
+                raise ValueError(f"{where}: {p.name}={v} is outside the range it was trained "
+                                 f"on, [{lo}, {hi}]")
+            cols.append(v)
+        return np.tile(np.asarray(cols, np.float64), (n, 1))
+
     def expand(self, e: E.Expr) -> E.Expr:
         """Resolve vector operators over this problem's spatial coords and push derivatives."""
         return calculus.expand(e, self.spatial, self.coords)
@@ -193,12 +246,13 @@ class Problem:
         for where, ex in self._named_exprs():
             for p in calculus.params_of(ex):
                 if p.name in by_name and by_name[p.name] != p:
+                    q = by_name[p.name]
                     raise ProblemError(
                         f"{where}: parameter {p.name!r} is defined twice with different "
-                        f"values ({by_name[p.name].value} and {p.value})"
+                        f"values ({q.range or q.value} and {p.range or p.value})"
                     )
                 by_name[p.name] = p
-                if p.value is None:
+                if p.value is None and p.range is None:
                     raise ProblemError(f"{where}: parameter {p.name!r} has no value")
         names = {c.name for c in self.coords} | {f.name for f in self.fields}
         clash = names & set(by_name)

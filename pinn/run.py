@@ -156,6 +156,8 @@ class Run:
             }
             if ev.has_truth(self.problem):
                 sol.metrics.update(sol.score().metrics())
+                if self.problem.ranged:  # a parametric problem: the errors over its ranges
+                    sol.metrics["param_grid"] = sol.errors_over_params()
             why = "; ".join(w for w in (gave_up, divergence(sol.history,
                                                              sol.metrics.get("rel_l2"))) if w)
             why = why or None

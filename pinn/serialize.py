@@ -35,6 +35,8 @@ The problem as data (:func:`problem_to_data`)::
                               "on": "boundary", "weight": 1.0, "hard": false}},
      "exact": {"u": "..."}, "reference": null}
 
+(a ranged parameter of a parametric problem is ``{"name": "alpha", "range": [0.01, 0.1]}``)
+
 Values are JSON numbers, strings, booleans, null and lists, and three tagged
 objects: ``{"$expr": TEXT}`` (an expression in the PDE language, read by the safe
 parser :func:`pinn.dsl.parse` with the problem's names), ``{"$array": KEY}`` (an
@@ -224,7 +226,9 @@ def problem_to_data(problem, *, prefix: str = "problem") -> tuple[dict, dict[str
         "name": problem.name,
         "coords": [c.name for c in problem.coords],
         "fields": list(problem.field_names),
-        "params": [{"name": p.name, "value": w.value(p.value, f"{prefix}/params/{p.name}",
+        "params": [{"name": p.name, "range": [float(p.range[0]), float(p.range[1])]}
+                   if p.range is not None else
+                   {"name": p.name, "value": w.value(p.value, f"{prefix}/params/{p.name}",
                                                      "domain"),
                     "learnable": bool(p.learnable)} for p in problem.params],
         "domain": w.object(problem.domain, f"{prefix}/domain", "domain"),
@@ -313,6 +317,16 @@ def _names(d: dict, key: str, where: str) -> list[str]:
 
 
 def _param(p, where: str) -> E.Param:
+    if isinstance(p, dict) and "range" in p:  # a ranged parameter (a parametric problem)
+        r = p["range"]
+        if not (isinstance(p.get("name"), str) and set(p) == {"name", "range"}
+                and isinstance(r, list) and len(r) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in r)):
+            raise ValueError(f"{where}: expected {{\"name\": ..., \"range\": [lo, hi]}}, "
+                             f"got {p!r}")
+        from pinn.dsl.builders import param_range
+
+        return E.Param(p["name"], None, False, param_range(p["name"], r))
     if not (isinstance(p, dict) and isinstance(p.get("name"), str)
             and isinstance(p.get("value"), (int, float)) and not isinstance(p["value"], bool)
             and isinstance(p.get("learnable", False), bool)):

@@ -30,9 +30,10 @@ def build_network(problem, model, seed: int):
 
     key = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
     periodic = periodic_embedding(problem) or None
-    d_in, d_out = len(problem.coords), len(problem.fields)
+    # the inputs: the coordinates, then a parametric problem's ranged parameters
+    d_in, d_out = len(problem.inputs), len(problem.fields)
     if hasattr(model, "build"):
-        module = model.build(d_in, d_out, key=key, bounds=problem.box,
+        module = model.build(d_in, d_out, key=key, bounds=problem.input_box,
                              periodic=periodic)
         return split(module)
     module = user_module(model, key)
@@ -44,7 +45,7 @@ def build_network(problem, model, seed: int):
             f"pinn's network specs build in; with your own {type(module).__name__} make it "
             "soft (hard=False) or use a spec such as pinn.MLP(...)")
     return split_user(module, d_in, d_out, jnp.zeros(()).dtype,
-                      ", ".join(c.name for c in problem.coords))
+                      ", ".join(c.name for c in problem.inputs))
 
 
 def namespace_of(problem) -> dict[str, E.Expr]:
@@ -95,19 +96,33 @@ class Solution:
                 self._apply = _hard_transforms(self.problem, raw, self.problem.space.dim)
         return self._apply
 
-    def _as_points(self, points) -> np.ndarray:
+    def _as_points(self, points, params: Mapping[str, float] | None = None) -> np.ndarray:
+        """The network's inputs ``[N, d + p]``: ``points`` (the coordinates) with a
+        parametric problem's ranged parameters appended from ``params``; without
+        ``params`` the points may carry those columns themselves."""
+        p = self.problem
         pts = np.asarray(points, dtype=np.float64)
-        if pts.ndim == 1 and len(self.problem.coords) == 1:
+        if pts.ndim == 1 and len(p.coords) == 1:
             pts = pts[:, None]
-        if pts.ndim != 2 or pts.shape[1] != len(self.problem.coords):
+        if params is not None and not p.ranged:
+            raise ValueError(f"params={dict(params)}: this solution has no ranged parameters "
+                             "(evaluate it at points alone)")
+        cols = p.coords if params is not None else p.inputs
+        if pts.ndim != 2 or pts.shape[1] != len(cols):
+            hint = ""
+            if p.ranged and params is None and pts.ndim == 2 and pts.shape[1] == len(p.coords):
+                hint = (f"; this solution is parametric: pass params={{"
+                        f"{', '.join(repr(q.name) + ': ...' for q in p.ranged)}}} "
+                        f"(ranges: {', '.join(f'{q.name} in {list(q.range)}' for q in p.ranged)})")
             raise ValueError(
-                f"points must be an array [N, {len(self.problem.coords)}] with columns "
-                f"{', '.join(c.name for c in self.problem.coords)}; got shape {pts.shape}")
-        return pts
+                f"points must be an array [N, {len(cols)}] with columns "
+                f"{', '.join(c.name for c in cols)}; got shape {pts.shape}{hint}")
+        return ev.with_params(p, pts, params) if params is not None else pts
 
-    def __call__(self, points) -> np.ndarray:
-        """Field values ``[N, n_fields]`` at ``points[N, d]``."""
-        pts = self._as_points(points)
+    def __call__(self, points, params: Mapping[str, float] | None = None) -> np.ndarray:
+        """Field values ``[N, n_fields]`` at ``points[N, d]`` (a parametric solution: at the
+        ranged parameters' values ``params``, or points ``[N, d + p]`` carrying them)."""
+        pts = self._as_points(points, params)
         with precision_scope(self.precision):
             fn = self._compiled.get("__apply__")
             if fn is None:
@@ -116,14 +131,17 @@ class Solution:
                     for c in _chunks(pts, 65536)]
         return np.concatenate(outs, axis=0)
 
-    def evaluate(self, points, exprs: Mapping[str, E.Expr | str] | Sequence | None = None
-                 ) -> dict[str, np.ndarray]:
+    def evaluate(self, points, exprs: Mapping[str, E.Expr | str] | Sequence | None = None,
+                 params: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
         """Values at ``points``: every field (default), or any expressions of the fields.
 
         ``exprs`` maps names to expressions (or strings in the PDE language), e.g.
-        ``{"u_x": D(u, x), "residual": "u_t - alpha*laplacian(u)"}``.
+        ``{"u_x": D(u, x), "residual": "u_t - alpha*laplacian(u)"}``. A parametric
+        solution is evaluated at the ranged parameters' values ``params``
+        (``{"alpha": 0.03}``), or at points ``[N, d + p]`` that carry them after the
+        coordinates; derivatives are taken along the coordinates only.
         """
-        pts = self._as_points(points)
+        pts = self._as_points(points, params)
         if exprs is None:
             vals = self(pts)
             return {f: vals[:, i] for i, f in enumerate(self.problem.field_names)}
@@ -136,7 +154,7 @@ class Solution:
             if fn is None:
                 from pinn.compile import compile_terms
 
-                fn = jax.jit(compile_terms(parsed, coords=self.problem.coords,
+                fn = jax.jit(compile_terms(parsed, coords=self.problem.inputs,
                                            fields=self.problem.fields, apply=self.apply,
                                            spatial=self.problem.spatial))
                 self._compiled[key] = fn
@@ -154,20 +172,32 @@ class Solution:
         return {k: float(v) for k, v in self.params.get("pde", {}).items()}
 
     # -- errors ------------------------------------------------------------------
-    def reference(self, points) -> dict[str, np.ndarray] | None:
+    def reference(self, points, params: Mapping[str, float] | None = None
+                  ) -> dict[str, np.ndarray] | None:
         """The truth at ``points`` (:func:`pinn.evaluate.truth`): exact or reference values
-        per field, or None."""
-        t = ev.truth(self.problem, self._as_points(points))
+        per field, or None (``params``: as in :meth:`evaluate`)."""
+        t = ev.truth(self.problem, self._as_points(points, params))
         return None if t is None else t.values
 
-    def score(self, resolution=None) -> ev.Score:
+    def score(self, resolution=None, params: Mapping[str, float] | None = None) -> ev.Score:
         """This solution on the evaluation grid against the truth (:func:`pinn.evaluate.score`;
-        ``resolution`` default: the run's). The same numbers as ``metrics``."""
+        ``resolution`` default: the run's). The same numbers as ``metrics``. A parametric
+        solution is scored at ``params`` (default: the centre of each range)."""
         resolution = self.resolution if resolution is None else resolution
-        key = repr(resolution)
+        key = (repr(resolution), None if params is None else tuple(sorted(params.items())))
         if key not in self._scores:
-            self._scores[key] = ev.score(self.problem, self.evaluate, resolution=resolution)
+            self._scores[key] = ev.score(self.problem, self.evaluate, resolution=resolution,
+                                         params=params)
         return self._scores[key]
+
+    def errors_over_params(self, n: int = 9, resolution=None) -> list[dict]:
+        """A parametric solution's errors at ``n`` equally spaced values of each ranged
+        parameter (:func:`pinn.evaluate.score_over_params`, on the evaluation grid):
+        ``[{"alpha": 0.01, "rel_l2": {"u": ...}, "max_abs_error": {"u": ...}}, ...]``;
+        ``[]`` for a problem without ranged parameters. ``metrics["param_grid"]`` holds it
+        (``n=9``) after training."""
+        resolution = self.resolution if resolution is None else resolution
+        return ev.score_over_params(self.problem, self.evaluate, n, resolution=resolution)
 
     def rescore(self, resolution=None) -> dict:
         """Score on another evaluation grid and make it the run's: ``metrics`` then hold
@@ -176,13 +206,15 @@ class Solution:
         self.metrics.update(self.score().metrics())
         return self.metrics
 
-    def errors(self, points=None) -> dict[str, dict[str, float]]:
+    def errors(self, points=None, params: Mapping[str, float] | None = None
+               ) -> dict[str, dict[str, float]]:
         """Relative L2 and max abs errors per field against the exact solution or reference:
-        on the evaluation grid (default, as :meth:`score`), or at ``points``."""
+        on the evaluation grid (default, as :meth:`score`), or at ``points`` (``params``:
+        as in :meth:`evaluate`)."""
         if points is None:
-            s = self.score()
+            s = self.score(params=params)
             return {"rel_l2": s.rel_l2, "max_abs_error": s.max_abs_error}
-        pts = self._as_points(points)
+        pts = self._as_points(points, params)
         truth = ev.truth(self.problem, pts)
         if truth is None:
             return {"rel_l2": {}, "max_abs_error": {}}

@@ -364,6 +364,11 @@ def predict(
         "--outputs", help="Comma-separated fields or expressions to evaluate, e.g. "
                           "u,u_x,\"u_t - alpha*laplacian(u)\" (default: the fields; run "
                           "folders only).")] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="A parametric solution's ranged parameter, NAME=VALUE (repeatable), "
+                        "e.g. alpha=0.03; without it the points file may carry the "
+                        "parameters' columns after the coordinates.", show_default=False)
+                     ] = None,
 ):
     """Evaluate a trained solution (or an exported one) at given points.
 
@@ -384,18 +389,42 @@ def predict(
             _out(f"wrote {len(pts)} rows to {out}")
         return EXIT_OK
     sol = _load_run(run_dir)
-    pts = _user(io.read_points, points, [c.name for c in sol.problem.coords])
+    values_of = _param_values(param, sol.problem)
+    cols = [c.name for c in (sol.problem.coords if values_of is not None
+                             else sol.problem.inputs)]
+    pts = _user(io.read_points, points, cols)
     from pinn.dsl.parser import split_expressions
 
     exprs = None if outputs is None else _user(split_expressions, outputs)
-    values = _user(sol.evaluate, pts, None if exprs is None else {e: e for e in exprs})
-    text = io.write_values(out, pts, [c.name for c in sol.problem.coords], values,
-                           digits=17 if sol.precision == 64 else 9)
+    values = _user(sol.evaluate, pts, None if exprs is None else {e: e for e in exprs},
+                   params=values_of)
+    text = io.write_values(out, pts, cols, values, digits=17 if sol.precision == 64 else 9)
     if text is not None:
         sys.stdout.write(text)
     if out is not None:
         _out(f"wrote {len(pts)} rows to {out}")
     return EXIT_OK
+
+
+def _param_values(items: list[str] | None, problem) -> dict[str, float] | None:
+    """``--param NAME=VALUE`` options as ``{name: value}`` (None when none is given)."""
+    if not items:
+        return None
+    if not problem.ranged:
+        raise UserError(f"--param {items[0]}: this solution has no ranged parameters; drop "
+                        "--param")
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise UserError(f"--param {item}: expected NAME=VALUE with a number, e.g. "
+                            f"--param {problem.ranged[0].name}={problem.ranged[0].range[0]}")
+    _user(problem.param_columns, out, 1, where="--param")  # names, values and ranges
+    return out
 
 
 @app.command(epilog=_examples("pinn info",

@@ -91,8 +91,10 @@ def plan_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), spatial=None,
             f"{sorted(c.name for c in both)} are both coordinates and per-point inputs; "
             "an input is supplied in `extra` and never differentiated"
         )
-    if spatial is None:
-        spatial = tuple(c for c in coords if c.name != "t")
+    if spatial is None:  # not "t", nor the input column of a ranged parameter
+        ranged = {p.name for ex in exprs.values() for p in calculus.params_of(E.as_expr(ex))
+                  if p.range is not None}
+        spatial = tuple(c for c in coords if c.name != "t" and c.name not in ranged)
     spatial = _as_coords(spatial, "spatial")
     field_pos = {f: i for i, f in enumerate(fields)}
     known = set(coords) | set(inputs)
@@ -131,6 +133,12 @@ def plan_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), spatial=None,
             elif isinstance(node, E.Param):
                 if node.learnable:
                     learnable[node.name] = node
+                elif node.range is not None:
+                    if E.Coord(node.name) not in known:
+                        raise CompileError(
+                            f"{name}: parameter {node.name!r} ranges over {list(node.range)}: "
+                            f"it is an input of the network; compile with its column among "
+                            f"the coordinates (coords=problem.inputs)")
                 elif node.value is None:
                     raise CompileError(f"{name}: parameter {node.name!r} has no value")
         for f, wrt in calculus.field_derivatives(ex):
@@ -264,7 +272,7 @@ def _ratio_groups(coef, cand, cand_coefs) -> list[list]:
         for c in calculus.symbols(a, E.Coord):
             env.setdefault(c, draw())
         for p in calculus.params_of(a):
-            if p.learnable:
+            if p.learnable or p.range is not None:
                 env.setdefault(p, draw())
 
     def values(a) -> np.ndarray | None:

@@ -139,6 +139,9 @@ def build(spec: S.ProblemSpec, source: Source, base_dir: str = ".") -> Built:
         if p.learnable and p not in problem.params:
             raise ctx.error(("params", pname), f"learnable parameter '{pname}' is not used by "
                             "any equation or condition")
+        if p.range is not None and p not in problem.params:
+            raise ctx.error(("params", pname), f"ranged parameter '{pname}' is not used by "
+                            "any equation, condition or exact solution; drop it")
     return Built(spec=spec, source=source, base_dir=base_dir, problem=problem,
                  coords=ctx.coords, fields=ctx.fields, params=params, name=name)
 
@@ -195,8 +198,11 @@ def _params(ctx: Context, spec: S.ProblemSpec) -> dict[str, E.Param]:
                 raise ctx.error(path, f"'{name}' uses '{who}', which is "
                                 f"{'itself' if who == name else 'defined later'}; a parameter "
                                 "may use only the parameters above it")
-        v = ctx.number(p.value, path, what=f"parameter {name}")
-        out[name] = param(name, v, learnable=p.learnable)
+        if p.range is not None:  # a parametric problem: the parameter is a network input
+            out[name] = param(name, range=tuple(p.range))
+        else:
+            v = ctx.number(p.value, path, what=f"parameter {name}")
+            out[name] = param(name, v, learnable=p.learnable)
         ctx.namespace[name] = out[name]
     ctx.params = out
     return out

@@ -34,13 +34,40 @@ def fields(spec: str | Sequence[str]) -> tuple[E.Field, ...]:
     return tuple(E.Field(n) for n in _names(spec))
 
 
-def param(name: str, value: float | None = None, *, learnable: bool = False) -> E.Param:
-    """A named parameter; ``learnable=True`` makes ``value`` the initial guess."""
+def param(name: str, value: float | None = None, *, learnable: bool = False,
+          range: tuple[float, float] | None = None) -> E.Param:  # noqa: A002
+    """A named parameter; ``learnable=True`` makes ``value`` the initial guess.
+
+    ``range=(lo, hi)`` makes a parametric problem: the parameter becomes an input of the
+    network, sampled over ``[lo, hi]`` with the points, so one training covers the range
+    (``Solution.evaluate(points, params={name: value})``). A ranged parameter has no
+    ``value`` and is not learnable."""
+    name = _names(name)[0]
     if learnable and value is None:
         raise ValueError(f"learnable parameter {name!r} needs an initial value")
     if value is not None:
         value = float(value)
-    return E.Param(_names(name)[0], value, learnable)
+    if range is not None:
+        range = param_range(name, range)
+        if value is not None or learnable:
+            raise ValueError(f"parameter {name!r}: give either a value (learnable or not) or "
+                             f"a range, not both")
+    return E.Param(name, value, learnable, range)
+
+
+def param_range(name: str, r) -> tuple[float, float]:
+    """``(lo, hi)`` as two finite floats with ``lo < hi``, or ValueError naming the fix."""
+    import math
+
+    try:
+        lo, hi = (float(v) for v in r)
+    except (TypeError, ValueError):
+        raise ValueError(f"parameter {name!r}: range must be two numbers [lo, hi], got "
+                         f"{r!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"parameter {name!r}: range must be finite with lo < hi, got "
+                         f"[{lo}, {hi}]")
+    return (lo, hi)
 
 
 def D(expr: E.ExprLike, *wrt: E.Coord | int) -> E.Expr:

@@ -4,7 +4,8 @@
 ``Coord``, ``Field``, ``Derivative(field, wrt)``, ``Param``), so the same
 function evaluates exact solutions on arrays and residuals from derivatives
 that the derivative engine computed.  Parameters fall back to their fixed
-value.  Everything is traceable under jit/grad/vmap.
+value; a ranged parameter (``param("alpha", range=...)``) reads the input column
+``Coord("alpha")`` of the environment.  Everything is traceable under jit/grad/vmap.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp
         if t is E.Constant:
             return node.value
         if t is E.Param:
+            if node.value is None and node.range is not None:
+                # a ranged parameter is an input: the column of that name
+                col = E.Coord(node.name)
+                if col in env:
+                    return env[col]
+                raise UnboundError(
+                    f"parameter {node.name!r} ranges over [{node.range[0]}, "
+                    f"{node.range[1]}]: give its value (params={{{node.name!r}: ...}})")
             if node.value is None:
                 raise UnboundError(f"parameter {node.name!r} has no value")
             return node.value

@@ -238,11 +238,14 @@ class Field(Expr):
 
 @dataclass(frozen=True, repr=False)
 class Param(Expr):
-    """A named parameter: fixed, or learnable from ``value`` (inverse problems)."""
+    """A named parameter: fixed, learnable from ``value`` (inverse problems), or ranged
+    over ``range = (lo, hi)`` (parametric problems: an input of the network, read from the
+    input column of that name, never differentiated)."""
 
     name: str
     value: float | None = None
     learnable: bool = False
+    range: tuple[float, float] | None = None
 
 
 # ---------------------------------------------------------------------------

@@ -7,15 +7,26 @@ reference) by :func:`field_errors`, fields defined up to a constant compared aft
 removing their mean (:func:`up_to_constant`).
 """
 
-from pinn.evaluate.errors import Score, field_errors, predict_in_chunks, score, up_to_constant
+from pinn.evaluate.errors import (
+    Score,
+    field_errors,
+    predict_in_chunks,
+    score,
+    score_over_params,
+    up_to_constant,
+)
 from pinn.evaluate.grid import (
     EvaluationGrid,
+    default_params,
     default_resolution,
     evaluation_grid,
     evaluation_points,
+    param_grid,
+    with_params,
 )
 from pinn.evaluate.truth import Truth, exact_values, has_truth, truth
 
 __all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
            "Truth", "truth", "exact_values", "has_truth", "Score", "score", "field_errors",
-           "up_to_constant", "predict_in_chunks"]
+           "up_to_constant", "predict_in_chunks", "param_grid", "default_params", "with_params",
+           "score_over_params"]

@@ -8,10 +8,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from pinn.dsl import expr as E
-from pinn.evaluate.grid import EvaluationGrid, evaluation_grid
+from pinn.evaluate.grid import (
+    EvaluationGrid,
+    default_params,
+    evaluation_grid,
+    param_grid,
+    with_params,
+)
 from pinn.evaluate.truth import Truth, truth
 
-__all__ = ["field_errors", "up_to_constant", "Score", "score", "predict_in_chunks"]
+__all__ = ["field_errors", "up_to_constant", "Score", "score", "predict_in_chunks",
+           "score_over_params"]
 
 CHUNK = 65_536
 _DIFFERENTIATED = (E.Derivative, E.Laplacian, E.Grad, E.Div_)
@@ -93,15 +100,19 @@ class Score:
     shift: tuple[str, ...]
     rel_l2: dict[str, float]
     max_abs_error: dict[str, float]
+    params: dict[str, float] | None = None
 
     def metrics(self) -> dict:
-        """The entries a run's ``metrics.json`` takes from the score."""
+        """The entries a run's ``metrics.json`` takes from the score (for a parametric
+        problem ``param_values``: the ranged parameters' values it was scored at)."""
         out = {"rel_l2": self.rel_l2, "max_abs_error": self.max_abs_error,
                "compared_with": None if self.truth is None else self.truth.kind,
                "grid": {"names": list(self.grid.names), "shape": list(self.grid.shape),
                         "points_inside": int(self.grid.mask.sum())}}
         if self.shift:
             out["up_to_constant"] = list(self.shift)
+        if self.params:
+            out["param_values"] = dict(self.params)
         return out
 
     def aligned(self) -> dict[str, np.ndarray]:
@@ -117,14 +128,39 @@ class Score:
 
 
 def score(problem, predict: Callable, grid: EvaluationGrid | None = None,
-          resolution=None) -> Score:
+          resolution=None, params: Mapping[str, float] | None = None) -> Score:
     """Evaluate ``predict(points) -> {field: values}`` (a PINN, a FEM solution, anything)
     on ``grid`` (default: :func:`evaluation_grid` at ``resolution``) and take its errors
-    against the truth, with the up-to-constant rule: the one scoring every method uses."""
+    against the truth, with the up-to-constant rule: the one scoring every method uses.
+
+    A parametric problem is scored at the ranged parameters' values ``params`` (default:
+    the centre of each range): ``predict`` and the truth get the grid's points with the
+    parameters' columns appended (``problem.inputs``)."""
     grid = evaluation_grid(problem, resolution) if grid is None else grid
-    pts = grid.points
+    at = None
+    if problem.ranged:
+        at = {k: float(v) for k, v in (default_params(problem) if params is None
+                                       else params).items()}
+    elif params:
+        raise ValueError(f"params: {sorted(params)} given, but this problem has no ranged "
+                         "parameters")
+    pts = with_params(problem, grid.points, at)
     pred = predict_in_chunks(predict, pts)
     ref = truth(problem, pts)
     shift = up_to_constant(problem)
     errs = field_errors(pred, None if ref is None else ref.values, shift)
-    return Score(grid, pred, ref, shift, errs["rel_l2"], errs["max_abs_error"])
+    return Score(grid, pred, ref, shift, errs["rel_l2"], errs["max_abs_error"], at)
+
+
+def score_over_params(problem, predict: Callable, n: int = 9, resolution=None,
+                      grid: EvaluationGrid | None = None) -> list[dict]:
+    """The errors of a parametric solution at every value of :func:`param_grid` (``n`` per
+    ranged parameter): ``[{<param>: value, ..., "rel_l2": {field: e}, "max_abs_error":
+    {field: e}}, ...]``, each row :func:`score` on the same evaluation grid (what
+    ``metrics.json`` holds as ``param_grid``)."""
+    grid = evaluation_grid(problem, resolution) if grid is None else grid
+    rows = []
+    for values in param_grid(problem, n):
+        s = score(problem, predict, grid, params=values)
+        rows.append({**values, "rel_l2": s.rel_l2, "max_abs_error": s.max_abs_error})
+    return rows

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution"]
+__all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
+           "param_grid", "default_params", "with_params"]
 
 #: Nodes per space axis by space dimension when no resolution is given.
 _SPACE_NODES = {1: 201, 2: 101, 3: 41}
@@ -93,11 +94,47 @@ def evaluation_grid(problem, resolution: int | Sequence[int] | None = None) -> E
     return EvaluationGrid(names, tuple(axes), nodes, mask, dim, has_time)
 
 
+def param_grid(problem, n: int = 9) -> list[dict[str, float]]:
+    """The parameter values a parametric problem is scored at: ``n`` equally spaced values
+    over each ranged parameter's range (ends included), every combination (the last
+    parameter fastest); ``[]`` for a problem without ranged parameters."""
+    import itertools
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer (values per parameter), got {n!r}")
+    ranged = problem.ranged
+    if not ranged:
+        return []
+    axes = [np.linspace(p.range[0], p.range[1], int(n)) if n > 1
+            else np.array([0.5 * (p.range[0] + p.range[1])]) for p in ranged]
+    return [{p.name: float(v) for p, v in zip(ranged, combo, strict=True)}
+            for combo in itertools.product(*axes)]
+
+
+def default_params(problem) -> dict[str, float]:
+    """The centre of each ranged parameter's range: where a parametric solution is scored
+    and plotted when no values are given."""
+    return {p.name: 0.5 * (p.range[0] + p.range[1]) for p in problem.ranged}
+
+
+def with_params(problem, points: np.ndarray, params=None) -> np.ndarray:
+    """``points[N, d]`` (the coordinates) with the ranged parameters' columns appended:
+    ``[N, d + p]``, the network's inputs (``problem.inputs``). Without ranged parameters the
+    points come back unchanged."""
+    points = np.asarray(points, dtype=np.float64)
+    if not problem.ranged:
+        return points
+    return np.concatenate([points, problem.param_columns(params, len(points))], axis=1)
+
+
 def evaluation_points(problem, max_points: int | None = 30_000, seed: int = 0) -> np.ndarray:
     """The points of :func:`evaluation_grid`, or a fixed random subset of ``max_points`` of
     them (``seed``): the errors in a training history estimate the final error on the same
-    points every time."""
+    points every time. For a parametric problem: the grid at 5 values of each ranged
+    parameter (:func:`param_grid`), with the parameters' columns."""
     pts = evaluation_grid(problem).points
+    if problem.ranged:
+        pts = np.concatenate([with_params(problem, pts, v) for v in param_grid(problem, 5)])
     if max_points is not None and len(pts) > max_points:
         pts = pts[np.random.default_rng(seed).choice(len(pts), max_points, replace=False)]
     return pts

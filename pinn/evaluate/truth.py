@@ -31,14 +31,22 @@ def has_truth(problem) -> bool:
 
 
 def exact_values(problem, points: np.ndarray) -> dict[str, np.ndarray]:
-    """The problem's closed-form solution at ``points[N, d]``, in NumPy float64."""
-    return {f.name: evaluate_points_numpy(ex, problem.coords, points, spatial=problem.spatial)
+    """The problem's closed-form solution at ``points[N, d]``, in NumPy float64. For a
+    parametric problem the points carry the ranged parameters' columns after the
+    coordinates (``problem.inputs``), and the exact solution is evaluated at those values."""
+    cols = problem.inputs
+    points = np.asarray(points, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] != len(cols):
+        raise ValueError(f"points must be an array [N, {len(cols)}] with columns "
+                         f"{', '.join(c.name for c in cols)}; got shape {points.shape}")
+    return {f.name: evaluate_points_numpy(ex, cols, points, spatial=problem.spatial)
             for f, ex in problem.exact.items()}
 
 
 def truth(problem, points: np.ndarray) -> Truth | None:
     """The exact solution (preferred) or the reference at ``points``; ``None`` without
-    either."""
+    either. A parametric problem's points end with its ranged parameters' columns (the
+    reference gets them too)."""
     if problem.exact:
         return Truth(exact_values(problem, points), "exact")
     if problem.reference is not None:

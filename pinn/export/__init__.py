@@ -182,6 +182,13 @@ def export(solution, out: str | os.PathLike, *, formats: str | Sequence[str] = "
     """
     from pinn import evaluate as ev
 
+    ranged = solution.problem.ranged
+    if ranged:
+        raise ExportError(
+            f"{solution.problem.name} is parametric (ranged: "
+            f"{', '.join(f'{p.name} in {list(p.range)}' for p in ranged)}): export does not "
+            "take the parameters as inputs yet; evaluate it with `pinn predict RUN --points P "
+            f"--param {ranged[0].name}=VALUE` or Solution.evaluate(points, params=...)")
     outputs = split_outputs(outputs) if isinstance(outputs, str) else outputs
     pairs = _names(formats, dtypes)
     if any(k == "onnx" for k, _ in pairs):

@@ -12,7 +12,7 @@ import numpy as np
 from pinn.fem.assemble import Discretisation
 from pinn.fem.mesh import build_mesh
 from pinn.fem.solution import FEMSolution
-from pinn.fem.weakform import translate
+from pinn.fem.weakform import UnsupportedProblem, translate
 
 __all__ = ["solve", "NewtonError", "Newton"]
 
@@ -121,6 +121,12 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
     Raises :class:`~pinn.fem.UnsupportedProblem` for equations outside the
     supported classes and :class:`NewtonError` if Newton's method fails.
     """
+    if problem.ranged:  # one FEM solve is one parameter value
+        ranges = ", ".join(f"{p.name} in {list(p.range)}" for p in problem.ranged)
+        first = problem.ranged[0]
+        raise UnsupportedProblem(
+            f"{problem.name} is parametric ({ranges}): the FEM baseline solves one parameter "
+            f"value; fix it, e.g. --set params.{first.name}={first.range[0]}")
     degree = _degree(element)
     if not 0.0 <= theta <= 1.0:
         raise ValueError(f"theta must be in [0, 1] (0.5: Crank-Nicolson, 1: implicit Euler), "

@@ -107,6 +107,29 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _param_grid_lines(metrics: Mapping) -> list[str]:
+    """A parametric run: where the table above was scored, and the errors over the ranges
+    (``metrics["param_grid"]``: one row per parameter value)."""
+    at, rows = metrics.get("param_values") or {}, metrics.get("param_grid") or []
+    out = []
+    if at:
+        out += ["(Scored above at " + ", ".join(f"{k} = {_fmt(v)}" for k, v in at.items())
+                + ", the centre of the parameter range.)", ""]
+    if rows:
+        names = [k for k in rows[0] if k not in ("rel_l2", "max_abs_error")]
+        fields = list(rows[0]["rel_l2"])
+        out += ["Errors over the parameter range (the same grid at each value):", "",
+                "| " + " | ".join(names + [f"rel. L2 {f}" for f in fields]
+                                  + [f"max abs {f}" for f in fields]) + " |",
+                "|" + "---|" * (len(names) + 2 * len(fields))]
+        out += ["| " + " | ".join([_fmt(r[k]) for k in names]
+                                  + [_fmt(r["rel_l2"].get(f)) for f in fields]
+                                  + [_fmt(r["max_abs_error"].get(f)) for f in fields]) + " |"
+                for r in rows]
+        out.append("")
+    return out
+
+
 def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple[str, str]],
                    notes: Sequence[str] = ()) -> Path:
     """Write ``report.md`` in ``run_dir``: the errors, timings, final loss per term, learned
@@ -122,6 +145,7 @@ def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple
         if metrics.get("up_to_constant"):
             lines += [f"Determined up to a constant, compared after removing the mean: "
                       f"{', '.join(metrics['up_to_constant'])}.", ""]
+        lines += _param_grid_lines(metrics)
     else:
         lines += ["No exact solution or reference: no errors reported.", ""]
     facts = [("steps", "steps"), ("training time (s)", "train_seconds"),

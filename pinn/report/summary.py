@@ -24,7 +24,8 @@ def problem_summary(built) -> dict:
         "name": built.name,
         "coords": [c.name for c in p.coords],
         "fields": list(p.field_names),
-        "params": {k: {"value": v.value, "learnable": v.learnable}
+        "params": {k: {"value": v.value, "learnable": v.learnable,
+                       **({"range": list(v.range)} if v.range is not None else {})}
                    for k, v in built.params.items()},
         "domain": repr(p.domain),
         "equations": {k: f"{v} = 0" for k, v in p.equations.items()},
@@ -47,7 +48,9 @@ def summary_lines(file, s: dict) -> list[str]:
          f"{', '.join(s['fields'])}")
     if s["params"]:
         _out("  params      " + ", ".join(
-            f"{k} = {v['value']:.6g}" + (" (learnable)" if v["learnable"] else "")
+            (f"{k} in [{v['range'][0]:.6g}, {v['range'][1]:.6g}] (an input of the network)"
+             if v.get("range") else
+             f"{k} = {v['value']:.6g}" + (" (learnable)" if v["learnable"] else ""))
             for k, v in s["params"].items()))
     _out(f"  domain      {s['domain']}")
     for k, v in s["equations"].items():

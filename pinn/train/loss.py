@@ -95,20 +95,47 @@ def _append_time(key, pts, time, n):
     return jnp.concatenate([pts, t], axis=1)
 
 
+def _param_unit(sampler, key, n, d, p):
+    """``[n, p]`` in the unit cube for the ranged parameters of points with ``d`` coordinates:
+    Sobol/Halton take the dimensions after the coordinates' (a joint low-discrepancy net where
+    the geometry keeps the sequence's order), a Latin hypercube its own slabs, any other
+    sampler (uniform, grid, RAD's candidates) independent uniform numbers."""
+    from pinn.geometry import Halton, LatinHypercube, Sobol, Uniform
+
+    if isinstance(sampler, (Sobol, Halton)):
+        return sampler.unit(key, n, d + p)[:, d:]
+    if isinstance(sampler, LatinHypercube):
+        return sampler.unit(key, n, p)
+    return Uniform().unit(key, n, p)
+
+
 @dataclass(frozen=True)
 class _Draw:
-    """Collocation points of ``problem`` drawn with ``sampler`` in the run's ``dtype``."""
+    """Collocation points of ``problem`` drawn with ``sampler`` in the run's ``dtype``; for a
+    parametric problem each point gets the ranged parameters' columns too (after the
+    coordinates: ``problem.inputs``), drawn over their ranges jointly with the point."""
 
     problem: Any
     sampler: Any
     dtype: Any
+
+    def _with_params(self, key, pts):
+        ranged = self.problem.ranged
+        if not ranged:
+            return pts
+        # a key of its own (folded in): the coordinates are drawn as without parameters
+        n, d = pts.shape[0], len(self.problem.coords)
+        u = _param_unit(self.sampler, jax.random.fold_in(key, 0x9A7A), n, d, len(ranged))
+        lo = jnp.asarray([p.range[0] for p in ranged], self.dtype)
+        hi = jnp.asarray([p.range[1] for p in ranged], self.dtype)
+        return jnp.concatenate([pts, lo + (hi - lo) * jnp.asarray(u, self.dtype)], axis=1)
 
     def interior(self, key, n):
         k1, k2 = jax.random.split(key)
         pts = jnp.asarray(self.problem.space.sample_interior(k1, n, self.sampler), self.dtype)
         if self.problem.is_evolution:
             pts = _append_time(k2, pts, self.problem.time, n)
-        return pts
+        return self._with_params(key, pts)
 
     def boundary(self, key, n, on):
         k1, k2 = jax.random.split(key)
@@ -117,12 +144,12 @@ class _Draw:
         normals = jnp.asarray(bs.normals, self.dtype)
         if self.problem.is_evolution:
             pts = _append_time(k2, pts, self.problem.time, n)
-        return pts, normals
+        return self._with_params(key, pts), normals
 
     def initial(self, key, n):
         pts = jnp.asarray(self.problem.space.sample_interior(key, n, self.sampler), self.dtype)
         t0 = jnp.full((n, 1), self.problem.time.t0, self.dtype)
-        return jnp.concatenate([pts, t0], axis=1)
+        return self._with_params(key, jnp.concatenate([pts, t0], axis=1))
 
 
 # ---------------------------------------------------------------------------
@@ -146,7 +173,7 @@ def _hard_transforms(problem, apply, spatial_dim):
                 raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
                                  "Dirichlet condition; merge them into one")
             if h.parts is None:  # a box: the product of its walls' distances
-                dist = box_distance(*problem.box, walls=list(h.walls))
+                dist = box_distance(*problem.input_box, walls=list(h.walls))
             else:  # any other shape: its approximate distance function
                 from pinn.geometry.adf import boundary_distance
 
@@ -155,10 +182,11 @@ def _hard_transforms(problem, apply, spatial_dim):
     if not dirichlet and not initial:
         return apply
     t0 = problem.time.t0 if problem.is_evolution else 0.0
+    ti = problem.time_index if problem.is_evolution else -1
 
-    def value(e):
+    def value(e):  # a function of the network's inputs (the ranged parameters pass through)
         def fn(x):
-            return evaluate_on_points(e, problem.coords, x, spatial=problem.spatial
+            return evaluate_on_points(e, problem.inputs, x, spatial=problem.spatial
                                       ).astype(x.dtype)
 
         return fn
@@ -170,14 +198,14 @@ def _hard_transforms(problem, apply, spatial_dim):
             if rate is not None:
                 raise ValueError("hard initial conditions with a rate cannot be combined with "
                                  "hard Dirichlet conditions on the same field; make one soft")
-            out = hard_dirichlet_initial(out, dist, value(g), value(u0), t_index=-1, t0=t0,
+            out = hard_dirichlet_initial(out, dist, value(g), value(u0), t_index=ti, t0=t0,
                                          outputs=[j])
         elif j in dirichlet:
             dist, g = dirichlet[j]
             out = hard_dirichlet(out, dist, value(g), outputs=[j])
         else:
             u0, rate = initial[j]
-            out = hard_initial(out, value(u0), t_index=-1, t0=t0,
+            out = hard_initial(out, value(u0), t_index=ti, t0=t0,
                                rate_fn=None if rate is None else value(rate), outputs=[j])
     return out
 
@@ -219,7 +247,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     field_apply = _hard_transforms(problem, apply, len(problem.spatial))
 
     def compiled(exprs, inputs=()):
-        return compile_terms(exprs, coords=problem.coords, fields=problem.fields,
+        return compile_terms(exprs, coords=problem.inputs, fields=problem.fields,
                              apply=field_apply, spatial=problem.spatial, inputs=inputs)
 
     eq_fn = compiled(dict(problem.equations))
@@ -296,11 +324,12 @@ def _equation_terms(problem, eq_fn, eq_names, causal):
 
     t0, t1 = problem.time.t0, problem.time.t1
     chunks = int(causal.chunks)
+    ti = problem.time_index
 
     def causal_terms(params, x):
         res = eq_fn(params, x)
-        idx = jnp.clip(((x[:, -1] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
-        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, -1]), idx, chunks), 1.0)
+        idx = jnp.clip(((x[:, ti] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
+        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, ti]), idx, chunks), 1.0)
         out = {}
         for n in eq_names:
             per_chunk = jax.ops.segment_sum(jnp.square(res[n]), idx, chunks) / counts
@@ -349,6 +378,12 @@ def _condition_term(draw: _Draw, name, res: C.Residuals, fn, points: Points,
                     sample_interior):
     """``(evaluate, sample)`` of one condition's residuals (``sample`` None: fixed points)."""
     if res.points is not None:
+        if draw.problem.ranged:
+            raise ValueError(
+                f"conditions.{name}: data at fixed points are not supported in a parametric "
+                f"problem yet (the points would need a value of "
+                f"{', '.join(p.name for p in draw.problem.ranged)}); give the parameters "
+                f"fixed values or drop the data condition")
         return _fixed_points_term(fn, tuple(res.exprs), res.points, res.targets,
                                   draw.dtype), None
     region = res.on if isinstance(res.on, str) else None
@@ -448,7 +483,7 @@ def _equation_residuals(problem, eq_fn, eq_names, causal):
 
     t0, t1 = problem.time.t0, problem.time.t1
     chunks = int(causal.chunks)
-    ti = -1  # the time: the last input, as in causal_terms
+    ti = problem.time_index
 
     def causal_vectors(params, x):
         # the term is mean_c w_c * (sum of r_i^2 over chunk c) / count_c
