@@ -24,7 +24,8 @@ SHAPES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SHAPES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "hollow_ball"
+                                  else n for n in sorted(SHAPES)])
 def test_distance_is_zero_on_the_boundary_and_positive_elsewhere(name):
     shape = SHAPES[name]
     phi = jax.jit(boundary_distance(shape))
@@ -57,6 +58,7 @@ def test_distance_of_chosen_parts_vanishes_on_those_only():
         boundary_distance(shape, "nothing")
 
 
+@pytest.mark.slow
 def test_second_derivatives_are_finite_inside():
     shape = SHAPES["square_with_hole"]
     phi = boundary_distance(shape)
