@@ -236,6 +236,14 @@ def test_yaml_bad_range_is_one_clear_line(value, message):
     assert "params.alpha" in str(exc.value)
 
 
+def test_yaml_data_in_a_parametric_problem_is_refused():
+    text = open(FILE).read().replace(
+        "  start: {initial:", "  obs: {data: {generate: {from: exact, n: 50}}}\n  start: {initial:")
+    with pytest.raises(pinn.config.ConfigError, match="conditions.obs: data conditions are not "
+                       "supported in a parametric problem yet"):
+        pinn.config.load("heat2d_parametric.yaml", text=text)
+
+
 def test_tiny_run_learns_at_every_alpha_and_reports_the_grid(tiny_run):
     metrics = json.loads((tiny_run / "metrics.json").read_text())
     rows = metrics["param_grid"]

@@ -15,6 +15,11 @@ def data_condition(ctx: Context, c: S.ConditionSpec, path, domain, exact, refere
     problem's reference, ``"fem"`` for the FEM reference that does not exist yet)."""
     from pinn import conditions as C
 
+    ranged = [p.name for p in ctx.params.values() if p.range is not None]
+    if ranged:  # the data would need a value of each ranged parameter per point
+        raise ctx.error(tuple(path), f"data conditions are not supported in a parametric "
+                        f"problem yet (ranged: {', '.join(ranged)}); give the parameters a "
+                        "value or drop this condition")
     d = c.data
     dpath = tuple(path) + ("data",)
     want = ([ctx.field(n, dpath + ("fields", i)) for i, n in enumerate(d.fields)]
