@@ -68,6 +68,22 @@ def test_residuals_square_to_the_terms(system):
                 assert r.ndim == 1, name
                 np.testing.assert_allclose(float(jnp.sum(r**2)), float(term), rtol=1e-12,
                                            err_msg=f"{name} (causal: {causal})")
+            # point by point (what the Jacobian is built from): every term but the user's
+            def by_points(params, batch, blocks=asm.residuals_fn.pointwise):
+                out = {}
+                for blk in blocks:
+                    weights = blk.weights(params, batch)
+                    values = jax.vmap(lambda e, blk=blk: blk.residual(params, e))(
+                        blk.points(batch))
+                    for name in blk.names:
+                        out[name] = jnp.sum(weights[name][:, None] * values[name] ** 2)
+                return out
+
+            covered = jax.jit(by_points)(params, batch)
+            for name, got in covered.items():
+                np.testing.assert_allclose(float(got), float(terms[name]), rtol=1e-12,
+                                           err_msg=f"{name} point by point")
+            assert set(covered) == set(terms) - {"own"}
         # a sum of several means is several vectors: the Dirichlet term on u and v
         assert residuals["wall"].size == 2 * 16 and residuals["obs"].size == 12
         assert residuals["own"].size == 1
@@ -150,7 +166,6 @@ def test_levenberg_marquardt_after_adam_on_poisson():
     assert sol.metrics["stages"][1]["status"] == "completed"
 
 
-@pytest.mark.slow  # about 20 s on a busy 2-core machine (10 s of it compiling)
 def test_levenberg_marquardt_learns_a_pde_parameter():
     # u = exp(-kappa pi^2 t) sin(pi x) with kappa = 0.1; kappa learnt from 100 samples
     # (164 residuals, 152 parameters with kappa: the normal equations' form), from the

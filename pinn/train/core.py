@@ -119,6 +119,13 @@ class _Scaled:
         inner = getattr(self.fn, "residuals", None)
         return None if inner is None else _Scaled(inner, self.scale, self.at)
 
+    @property
+    def pointwise(self) -> tuple | None:
+        """The wrapped residual form's point-by-point blocks (``residuals.pointwise``,
+        :class:`pinn.train.loss.PointwiseResiduals`), with physical parameters; or None."""
+        blocks = getattr(self.fn, "pointwise", None)
+        return None if blocks is None else tuple(b.mapped(self.scale.physical) for b in blocks)
+
 
 def _strong(tree: Any) -> Any:
     """The same pytree with weak types made strong, so the jitted chunk compiles once."""

@@ -29,6 +29,7 @@ dense, ``m × n`` (residuals × parameters): built with ``jax.jacrev`` (``m < n`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -105,14 +106,14 @@ def _solver(J: jax.Array, r: jax.Array) -> tuple[Callable, jax.Array]:
     return solve, jnp.where(scale > tiny, scale, 1.0)
 
 
-def gauss_newton_step(f: Callable, x: jax.Array, state: GNState, rule: _Rule,
-                      m: int) -> tuple[jax.Array, GNState, StepInfo]:
+def gauss_newton_step(f: Callable, x: jax.Array, state: GNState, rule: _Rule, m: int,
+                      linearize: Callable | None = None) -> tuple[jax.Array, GNState, StepInfo]:
     """One step on the flat parameters ``x`` for the residual function ``f(x) -> r`` (``m``
     residuals; the loss is ``|r|²``): the new ``x`` (unchanged when no trial is accepted),
-    the new state and what the step found."""
+    the new state and what the step found. ``linearize(x) -> (r, J)``: the residuals and
+    their Jacobian in any order of the residuals (default: ``f`` and its Jacobian)."""
     dt = x.dtype
-    r = f(x)
-    J = _jacobian(f, x, m)
+    r, J = (f(x), _jacobian(f, x, m)) if linearize is None else linearize(x)
     loss = r @ r
     g = J.T @ r  # half the gradient of |r|²
     solve, scale = _solver(J, r)
@@ -173,6 +174,39 @@ def gauss_newton_step(f: Callable, x: jax.Array, state: GNState, rule: _Rule,
     return x_new, new_state, info
 
 
+def _linearize(blocks: tuple, residuals: Callable, names: tuple, unravel: Callable, batch: Any,
+               w: dict, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(r, J)`` with the rows of the point-by-point ``blocks`` (each row from one point's
+    backward pass; ``pinn.train.loss.PointwiseResiduals``) and, for the terms no block
+    covers, from ``residuals`` by reverse mode on the whole batch."""
+    p = unravel(x)
+    rows, jacs = [], []
+    for blk in blocks:
+        weights = blk.weights(p, batch)
+
+        def at(y, point, blk=blk):
+            out = blk.residual(unravel(y), point)
+            return out, out
+
+        jac, val = jax.vmap(lambda point, at=at: jax.jacrev(at, has_aux=True)(x, point))(
+            blk.points(batch))
+        for n in blk.names:
+            s = jnp.sqrt(w[n].astype(x.dtype) * weights[n].astype(x.dtype))
+            rows.append(jnp.ravel(s[:, None] * val[n].astype(x.dtype)))
+            jacs.append((s[:, None, None] * jac[n].astype(x.dtype)).reshape(-1, x.size))
+    covered = {n for blk in blocks for n in blk.names}
+    rest = tuple(n for n in names if n not in covered)
+    if rest:
+        def g(y):
+            res = residuals(unravel(y), batch)
+            return jnp.concatenate([jnp.sqrt(w[n]).astype(y.dtype) * jnp.ravel(res[n])
+                                    for n in rest])
+
+        rows.append(g(x))
+        jacs.append(jax.jacrev(g)(x))
+    return jnp.concatenate(rows), jnp.concatenate(jacs, axis=0)
+
+
 def residuals_of(terms_fn: Callable, owner: str) -> Callable:
     """The residual form of ``terms_fn`` (its ``residuals`` attribute), or a clear error."""
     residuals = getattr(terms_fn, "residuals", None)
@@ -231,6 +265,7 @@ class _GaussNewtonStage:
         del weighted, tx
         name = type(self).__name__
         residuals = residuals_of(spec.terms_fn, name)
+        blocks = tuple(getattr(residuals, "pointwise", None) or ())
         names, rule, gtol = tuple(spec.names), self._rule(), self.gtol
         limit = self.max_jacobian
 
@@ -254,7 +289,11 @@ class _GaussNewtonStage:
                     f"{name}: the Jacobian would have {m} residuals x {flat.size} parameters "
                     f"= {m * flat.size} entries, above max_jacobian={limit}: use fewer "
                     "points or a smaller network for this stage, or raise max_jacobian.")
-            x, opt, info = gauss_newton_step(f, flat, state["opt"], rule, m)
+            linearize = None
+            if blocks:
+                linearize = functools.partial(_linearize, blocks, residuals, names, unravel,
+                                              batch, w)
+            x, opt, info = gauss_newton_step(f, flat, state["opt"], rule, m, linearize)
             status = jnp.where(info.grad_norm <= gtol, CONVERGED,
                                jnp.where(info.accepted, RUNNING, STALLED)).astype(jnp.int32)
             accept = status == RUNNING

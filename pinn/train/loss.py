@@ -254,6 +254,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     eq_names = tuple(problem.equations)
     eq_terms = _equation_terms(problem, eq_fn, eq_names, causal)
     eq_vectors = _equation_residuals(problem, eq_fn, eq_names, causal)
+    blocks = [_equation_pointwise(problem, eq_fn, eq_names, causal)]  # per-point residuals
 
     def residual_magnitude(params, x):
         res = eq_fn(params, x)
@@ -279,6 +280,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
         evaluators[name], samplers[name] = _condition_term(draw, name, res, fn, points,
                                                            sample_interior)
         vectors[name] = _condition_residuals(res, fn, draw.dtype)
+        blocks.append(_condition_pointwise(name, res, fn, draw.dtype))
         weights[name] = c.weight
 
     names = eq_names + tuple(evaluators)
@@ -297,6 +299,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
             out[n] = vec(params, batch.get(n))
         return out
 
+    residuals_fn.pointwise = tuple(blocks)  # the same, point by point (cheap Jacobians)
     terms_fn.residuals = residuals_fn  # how the training core finds the residual form
 
     def sample_fn(key, params):
@@ -530,3 +533,125 @@ def _condition_residuals(res: C.Residuals, fn, dtype):
 
         return with_normals
     return lambda params, x: _stacked(fn(params, x))
+
+
+# ---------------------------------------------------------------------------
+# the residuals point by point: a Jacobian row costs one point's backward pass
+
+
+@dataclass(frozen=True)
+class PointwiseResiduals:
+    """Terms whose residuals at a point depend on that point only (what makes Jacobians
+    cheap: per point, instead of a backward pass over the whole batch per residual)::
+
+        term[n] == sum_i weights[n][i] * sum(square(residual(params, point_i)[n]))
+
+    ``points(batch)``: the points, a pytree with a leading point axis; ``residual(params,
+    point) -> {name: [k]}`` at one point; ``weights(params, batch) -> {name: [N]}``,
+    constants (no gradient flows through them). ``mapped(f)``: the same with the
+    parameters passed through ``f`` first."""
+
+    names: tuple[str, ...]
+    points: Callable
+    residual: Callable
+    weights: Callable
+
+    def mapped(self, f: Callable) -> PointwiseResiduals:
+        residual, weights = self.residual, self.weights
+        return PointwiseResiduals(self.names, self.points,
+                                  lambda p, e: residual(f(p), e), lambda p, b: weights(f(p), b))
+
+
+def _uniform(names, points):
+    """Weights ``1/N`` for each of ``names`` (the mean over the ``N`` points)."""
+
+    def weights(params, batch):
+        n = jax.tree.leaves(points(batch))[0].shape[0]
+        return {k: jnp.full((n,), 1.0 / n, jax.tree.leaves(points(batch))[0].dtype)
+                for k in names}
+
+    return weights
+
+
+def _one(fn):
+    """``fn(params, x[N, d], ...)`` at one point: the outputs flattened, in order."""
+
+    def at(params, *point):
+        out = fn(params, *(p[None] for p in point))
+        return jnp.concatenate([jnp.ravel(v) for v in out.values()])
+
+    return at
+
+
+def _equation_pointwise(problem, eq_fn, eq_names, causal):
+    def points(batch):
+        return batch["__interior__"]
+
+    def residual(params, xi):
+        res = eq_fn(params, xi[None])
+        return {n: jnp.ravel(res[n]) for n in eq_names}
+
+    if causal is None or not problem.is_evolution:
+        return PointwiseResiduals(eq_names, points, residual, _uniform(eq_names, points))
+    from pinn.train.weighting import causal_weights
+
+    t0, t1 = problem.time.t0, problem.time.t1
+    chunks = int(causal.chunks)
+    ti = problem.time_index
+
+    def weights(params, batch):
+        x = batch["__interior__"]
+        res = eq_fn(params, x)
+        idx = jnp.clip(((x[:, ti] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
+        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, ti]), idx, chunks), 1.0)
+        out = {}
+        for n in eq_names:
+            per_chunk = jax.ops.segment_sum(jnp.square(jnp.ravel(res[n])), idx, chunks) / counts
+            w = causal_weights(jax.lax.stop_gradient(per_chunk), causal.eps)
+            out[n] = jax.lax.stop_gradient((w / (chunks * counts))[idx])
+        return out
+
+    return PointwiseResiduals(eq_names, points, residual, weights)
+
+
+def _condition_pointwise(name, res: C.Residuals, fn, dtype):
+    """The :class:`PointwiseResiduals` of the term :func:`_condition_term` evaluates."""
+    if res.points is not None:
+        keys = tuple(res.exprs)
+
+        def fixed_points(batch):
+            x = shard_points(jnp.asarray(res.points, dtype=dtype))
+            return x, shard_points(jnp.asarray(res.targets, dtype=x.dtype))
+
+        def fixed(params, point):
+            xi, yi = point
+            out = fn(params, xi[None])
+            return {name: jnp.stack([jnp.ravel(out[k])[0] for k in keys]) - yi}
+
+        def fixed_weights(params, batch):  # the mean over points and outputs
+            x, y = fixed_points(batch)
+            return {name: jnp.full((x.shape[0],), 1.0 / y.size, x.dtype)}
+
+        return PointwiseResiduals((name,), fixed_points, fixed, fixed_weights)
+
+    def points(batch):
+        return batch[name]
+
+    if res.match is not None:
+        axis, b_val = res.match
+
+        def periodic(params, xa):
+            xb = jnp.where(jnp.arange(xa.shape[-1]) == axis, b_val, xa)
+            ra, rb = fn(params, xa[None]), fn(params, xb[None])
+            return {name: jnp.concatenate([jnp.ravel(ra[k] - rb[k]) for k in ra])}
+
+        return PointwiseResiduals((name,), points, periodic, _uniform((name,), points))
+    region = res.on if isinstance(res.on, str) else None
+    at = _one(fn)
+    if res.normals and region not in ("interior", "initial"):
+        def with_normals(params, point):
+            return {name: at(params, *point)}
+
+        return PointwiseResiduals((name,), points, with_normals, _uniform((name,), points))
+    return PointwiseResiduals((name,), points, lambda p, xi: {name: at(p, xi)},
+                              _uniform((name,), points))
