@@ -23,8 +23,12 @@ solved), so that ``damping`` does not depend on the loss's scale.
 
 A step that finds no acceptable trial ends the stage as stalled (the loss is at its
 rounding floor: use float64); a gradient norm at most ``gtol`` as converged. ``J`` is
-dense, ``m × n`` (residuals × parameters): built with ``jax.jacrev`` (``m < n``) or
-``jax.jacfwd``; refused above ``max_jacobian`` entries. The stages run full batch.
+dense, ``m × n`` (residuals × parameters), refused above ``max_jacobian`` entries. Its rows
+come point by point where the residual form says how (``residuals.pointwise``: blocks of
+:class:`pinn.train.loss.PointwiseResiduals`, one backward pass per point), the rest (and a
+residual function without blocks) by ``jax.jacrev`` (``m < n``) or ``jax.jacfwd`` on the
+whole batch, which costs a pass over the batch per residual or parameter. The stages run
+full batch, in one pass (``micro_batch`` does not apply to them).
 """
 
 from __future__ import annotations
