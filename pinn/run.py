@@ -209,15 +209,18 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
     return evaluate
 
 
-def setup(problem, model=None, training: Training | None = None, *, precision: int = 32,
+def setup(problem, model=None, training: Training | None = None, *,
+          precision: int | None = None,
           out_dir: str | os.PathLike | None = None, resume: bool = False,
           progress: bool = True, resolution=None, snapshots: int = 4,
           observers: Sequence[Any] = (), metrics: dict | None = None) -> Run:
     """Set up a PINN run of ``problem``: the network, the loss, the weights, the keys.
 
-    ``model``: a network spec (default ``pinn.MLP(width=64, depth=4)``);
-    ``training``: a :class:`Training` (default: Adam then L-BFGS);
-    ``precision``: 32 or 64 (float64 for this run only);
+    ``model``: a network spec (default ``pinn.MLP(width=30, depth=3)``, the size the
+    default recipe is made for);
+    ``training``: a :class:`Training` (default: Adam, then self-scaled Broyden);
+    ``precision``: 32 or 64 (float64 for this run only); None: ``training.auto_precision``
+    (64 when a stage is a second-order method, else 32);
     ``out_dir``: the run folder (history, checkpoints, then solution, metrics, plots,
     report; None: nothing is written); ``resume``: continue from its last checkpoint;
     ``resolution``: the evaluation grid's nodes per axis (None: the default grid);
@@ -225,8 +228,9 @@ def setup(problem, model=None, training: Training | None = None, *, precision: i
     ``observers``: extra training observers (:mod:`pinn.train.observers`);
     ``metrics``: entries added to the run's metrics (e.g. the problem file).
     """
-    model = model if model is not None else MLP(width=64, depth=4)
+    model = model if model is not None else MLP(width=30, depth=3)
     training = training if training is not None else Training()
+    precision = training.auto_precision if precision is None else precision
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, the folder holding the checkpoints")
     with precision_scope(precision):

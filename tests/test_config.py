@@ -75,7 +75,16 @@ def test_defaults_are_enough():
                  "conditions: {ends: {dirichlet: {u: 0}}}\n")
     assert built.name == "p"
     assert [c.name for c in built.problem.coords] == ["x"]
-    assert built.spec.model.kind == "mlp" and built.spec.training.precision == 32
+    assert built.spec.model.kind == "mlp" and built.spec.training.precision == "auto"
+    # the default recipe: Adam, then self-scaled Broyden in float64, on a 3 x 30 MLP
+    assert built.precision == 64
+    assert (built.spec.model.mlp.width, built.spec.model.mlp.depth) == (30, 3)
+    kinds = [type(s.optimizer).__name__ for s in built.training().stages]
+    assert kinds == ["Adam", "SSBroyden"]
+    first_order = load("p.yaml", text="domain: {interval: [0, 1]}\n"
+                       "equations: {poisson: \"-u_xx = 1\"}\n"
+                       "training: {stages: [{adam: {}, steps: 10}, {lbfgs: {}, steps: 5}]}\n")
+    assert first_order.precision == 32
     assert str(built.problem.equations["poisson"]) == "-D(u, x, 2) - pi^2*sin(pi*x)"
 
 

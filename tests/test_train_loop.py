@@ -8,6 +8,7 @@ import signal
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from pinn.train import (
@@ -329,3 +330,37 @@ def test_lbfgs_stops_when_the_line_search_finds_no_decrease():
     # the parameters at the stop are the last accepted ones: finite, float32
     assert all(bool(jnp.all(jnp.isfinite(v))) and v.dtype == jnp.float32
                for v in jax.tree.leaves(res.params))
+
+
+def _failing_once(at: int):
+    """optax's zoom line search, except that its ``at``-th call in the whole run finds no
+    step (a zero update, as a line search that gives up returns). The count lives on the
+    host (a callback), so it survives the optimiser's restart."""
+    inner = optax.scale_by_zoom_linesearch(30, initial_guess_strategy="one")
+    calls = [0]
+
+    def count():
+        calls[0] += 1
+        return np.asarray(calls[0] == at)
+
+    def update(updates, state, params=None, **extra):
+        new, state = inner.update(updates, state, params, **extra)
+        fail = jax.pure_callback(count, jax.ShapeDtypeStruct((), jnp.bool_))
+        new = jax.tree.map(lambda u: jnp.where(fail, jnp.zeros_like(u), u), new)
+        return new, state
+
+    return optax.GradientTransformationExtraArgs(inner.init, update)
+
+
+def test_a_stall_with_curvature_memory_restarts_instead_of_ending_the_stage():
+    """One failed line search in the middle of an L-BFGS stage (memory full, loss far from
+    its minimum) restarts the memory and goes on; before, it ended the stage there."""
+    with jax.enable_x64(True):
+        params = {"net": {"a": jnp.zeros(9)}, "pde": {"c": jnp.asarray(0.3)}}
+        res = run(poly_terms, params, stages=[Stage(LBFGS(linesearch=_failing_once(10),
+                                                          gtol=1e-9), 400)],
+                  sample_fn=poly_sample, key=jax.random.key(7), resample_every=None,
+                  chunk=50, progress=False)
+    st = res.stages[0]
+    assert st["stopped_at"] > 12, st  # it went on past the failed line search
+    assert res.history[-1]["loss"] < 1e-10 * res.history[0]["loss"]

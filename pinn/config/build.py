@@ -71,7 +71,12 @@ class Built:
 
     @property
     def precision(self) -> int:
-        return self.spec.training.precision
+        """32 or 64; ``auto``: 64 when a stage's optimiser wants float64, else 32."""
+        t = self.spec.training
+        if t.precision != "auto":
+            return t.precision
+        wants = any(getattr(optimizers()[s.kind], "prefers_float64", False) for s in t.stages)
+        return 64 if wants else 32
 
     @property
     def seed(self) -> int:

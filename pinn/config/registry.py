@@ -72,7 +72,8 @@ def optimizers() -> dict[str, Callable]:
     import pinn.train as T
 
     return {"lm": T.LevenbergMarquardt, "gauss_newton": T.GaussNewton,
-            "adam": T.Adam, "adamw": T.AdamW, "soap": T.SOAP, "lbfgs": T.LBFGS}
+            "adam": T.Adam, "adamw": T.AdamW, "soap": T.SOAP, "lbfgs": T.LBFGS,
+            "ssbroyden": T.SSBroyden, "ssbfgs": T.SSBFGS}
 
 
 @functools.cache

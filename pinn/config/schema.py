@@ -642,6 +642,15 @@ class LBFGSArgs(Strict):
     gtol: NonNegative = 0.0
 
 
+class SSBroydenArgs(Strict):
+    """Self-scaled quasi-Newton (dense inverse Hessian): use with ``precision: 64``."""
+
+    resample_every: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] | None = None
+    max_linesearch_steps: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 30
+    gtol: NonNegative = 0.0
+    max_params: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=100_000)] = 20_000
+
+
 class LMArgs(Strict):
     """Levenberg-Marquardt on the residual vector (full batch; use ``precision: 64``):
     ``damping`` relative to the Gram matrix's mean diagonal, raised ``up`` on a rejected or
@@ -667,9 +676,10 @@ class GaussNewtonArgs(Strict):
 
 
 class StageSpec(OneOf):
-    """``{adam: {lr: 1e-3}, steps: 5000}`` or ``{lbfgs: {}, steps: 500}``."""
+    """``{adam: {lr: 1e-3}, steps: 5000}``, ``{lbfgs: {}, steps: 500}`` or
+    ``{ssbroyden: {resample_every: 500}, steps: 5000}``."""
 
-    KINDS: ClassVar = ("adam", "adamw", "soap", "lbfgs", "lm", "gauss_newton")
+    KINDS: ClassVar = ("adam", "adamw", "soap", "lbfgs", "lm", "gauss_newton", "ssbroyden", "ssbfgs")
     WHAT: ClassVar = "optimizer"
 
     adam: AdamArgs | None = None
@@ -678,6 +688,8 @@ class StageSpec(OneOf):
     lm: LMArgs | None = None
     gauss_newton: GaussNewtonArgs | None = None
     lbfgs: LBFGSArgs | None = None
+    ssbroyden: SSBroydenArgs | None = None
+    ssbfgs: SSBroydenArgs | None = None
     steps: Steps
 
 
@@ -727,7 +739,11 @@ class WeightingSpec(OneOf):
 
 
 def _default_stages() -> list[StageSpec]:
-    return [StageSpec(adam=AdamArgs(), steps=10_000), StageSpec(lbfgs=LBFGSArgs(), steps=1000)]
+    """The default recipe (as pinn.Training's): Adam to the basin, then self-scaled Broyden
+    in float64 with the points redrawn every 500 steps."""
+    adam = AdamArgs(lr=5e-3, decay="exponential", decay_rate=0.98, decay_steps=1000)
+    return [StageSpec(adam=adam, steps=2000),
+            StageSpec(ssbroyden=SSBroydenArgs(resample_every=500), steps=3000)]
 
 
 def _devices(v: Any) -> Any:
@@ -744,7 +760,8 @@ def _devices(v: Any) -> Any:
 
 class TrainingSpec(Strict):
     seed: Seed = 0
-    precision: Literal[32, 64] = 32
+    # auto: 64 when a stage is a second-order method (ssbroyden, ssbfgs), else 32
+    precision: Literal[32, 64, "auto"] = "auto"
     points: PointsSpec = Field(default_factory=PointsSpec)
     stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(
         default_factory=_default_stages)
@@ -821,7 +838,8 @@ class ProblemSpec(Strict):
     conditions: dict[Name, ConditionSpec] = {}
     exact: dict[Name, ExprLike] | None = None
     reference: ReferenceSpec | None = None
-    model: ModelSpec = Field(default_factory=lambda: ModelSpec(mlp=MLPArgs()))
+    # no model: a 3 x 30 tanh MLP, the size the default (second-order) recipe is made for
+    model: ModelSpec = Field(default_factory=lambda: ModelSpec(mlp=MLPArgs(width=30, depth=3)))
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     fem: FemSpec = Field(default_factory=FemSpec)

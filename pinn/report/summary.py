@@ -34,7 +34,7 @@ def problem_summary(built) -> dict:
         "reference": None if p.reference is None else repr(p.reference),
         "model": spec.model.kind,
         "steps": sum(s.steps for s in spec.training.stages),
-        "precision": spec.training.precision,
+        "precision": built.precision,
     }
 
 

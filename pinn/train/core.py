@@ -247,6 +247,9 @@ def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
     """One full-batch L-BFGS step; once stopped (``status``), steps are skipped."""
     gtol = spec.optimizer.gtol
     every = getattr(spec.optimizer, "resample_every", None)
+    # whether the optimiser's memory is fresh (just started or restarted); without the
+    # method, a stall always ends the stage
+    restarted = getattr(spec.optimizer, "fresh_memory", lambda opt: jnp.asarray(True))
     place = (lambda b: b) if spec.sharding is None else spec.sharding.constrain
 
     def skip(state):
@@ -275,16 +278,21 @@ def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
         # no decrease of the loss (in float32 the loss has reached its rounding floor;
         # going on would spend every step on a full line search for nothing)
         stalled = (optax.tree.norm(updates) == 0) | ~(new_value < value)
+        # a stall with curvature memory may be the memory's fault (pairs from far away, a
+        # poor scaling): restart from a fresh memory at the same point; only a stall right
+        # after a restart ends the stage (the loss is then truly at its floor)
+        fresh = restarted(opt)
+        restart = stalled & ~fresh & ~nonfinite & (gnorm > gtol)
         status = jnp.where(
             gnorm <= gtol,
             CONVERGED,
-            jnp.where(nonfinite, NONFINITE, jnp.where(stalled, STALLED, RUNNING)),
+            jnp.where(nonfinite, NONFINITE, jnp.where(stalled & ~restart, STALLED, RUNNING)),
         ).astype(jnp.int32)
-        accept = status == RUNNING
+        accept = (status == RUNNING) & ~restart
         new = {
             **state,
             "params": _select(accept, new_p, p),
-            "opt": _select(accept, new_opt, opt),
+            "opt": _select(restart, _strong(tx.init(p)), _select(accept, new_opt, opt)),
             "step": state["step"] + 1,
             "status": status,
             "status_step": jnp.where(accept, state["status_step"], state["step"]),

@@ -183,6 +183,10 @@ class LBFGS:
             )
         return optax.lbfgs(memory_size=self.memory, linesearch=linesearch)
 
+    def fresh_memory(self, opt_state: Any) -> jax.Array:
+        """Whether the curvature memory is empty (at most one step since (re)start)."""
+        return opt_state[0].count <= 1
+
 
 @dataclass(frozen=True)
 class Optax:

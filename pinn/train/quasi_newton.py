@@ -178,6 +178,7 @@ class SSBroyden:
 
     full_batch = True
     line_search = True  # the update takes the loss function (value_fn)
+    prefers_float64 = True  # precision "auto" (the default) trains in float64
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -217,6 +218,11 @@ class SSBroyden:
             return inner.init(params)
 
         return optax.GradientTransformationExtraArgs(init, inner.update)
+
+    def fresh_memory(self, opt_state: Any) -> jax.Array:
+        """Whether ``H`` is fresh (at most one step since (re)start): a stall then ends the
+        stage; a stall with an older ``H`` restarts it from the identity."""
+        return opt_state[0].count <= 1
 
     def resample_due(self, opt_state: Any) -> jax.Array:
         """Whether this step starts on a new batch (every ``resample_every`` steps)."""
