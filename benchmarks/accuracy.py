@@ -61,7 +61,18 @@ JAXPI = ("Wang, Sankaran, Wang and Perdikaris, *An expert's guide to training "
 PIRATE = ("Wang, Li, Chen and Perdikaris, *PirateNets: physics-informed deep learning with "
           "residual adaptive networks*, JMLR 25 (2024), arXiv:2402.00326")
 
+VRBA = ("vRBA weights + SSBroyden in float64: the repository jdtoscano94/vRBA (Burgers: "
+        "BG_100pi.py), the numbers as quoted in issue #14")
+RBA = ("Anagnostopoulos, Toscano, Stergiopulos and Karniadakis, *Residual-based attention in "
+       "physics-informed neural networks*, CMAME 421 (2024); soanagno/rba-pinns")
+ENGD = ("Müller and Zeinhofer, *Achieving high accuracy with PINNs via energy natural "
+        "gradient descent*, ICML 2023 (about 1000 s of training)")
+
 ANCHORS = (
+    Anchor("burgers1d", "vRBA + SSBroyden, float64", 8.3e-9, VRBA),
+    Anchor("allen_cahn1d", "vRBA + SSBroyden, float64", 1.9e-6, VRBA),
+    Anchor("helmholtz2d", "RBA + Fourier features", 5.8e-6, RBA),
+    Anchor("poisson2d", "energy natural gradient", 6.2e-8, ENGD),
     Anchor("burgers1d", "plain PINN (PINNacle Burgers1d-C)", 1.45e-2, PINNACLE),
     Anchor("burgers1d", "original PINN", 6.7e-4, RAISSI),
     Anchor("wave1d", "plain PINN (PINNacle Wave1d-C)", 5.88e-1, PINNACLE),
@@ -326,7 +337,7 @@ def report(data: dict, command: str) -> str:
         p = r["pinn"]
         err = _field_errs(p.get("rel_l2"))
         if p.get("param_rel_error"):
-            err += "; " + ", ".join(f"{k} off by {100 * v:.2f}%"
+            err += "; " + ", ".join(f"{k} off by {100 * v:.2g}%"
                                     for k, v in p["param_rel_error"].items())
         if p.get("precision") == 64:
             err += " (float64)"

@@ -235,6 +235,7 @@ class _GaussNewtonStage:
 
     full_batch = True
     line_search = True  # runs like L-BFGS: full batch, status, fresh state on a roll-back
+    prefers_float64 = True  # precision "auto" (the default) trains in float64
 
     def __post_init__(self) -> None:
         name = type(self).__name__

@@ -455,8 +455,9 @@ class StallStop(Observer):
         status, end = int(event.report["status"]), event.info.ends[event.stage]
         if status == RUNNING or event.step >= end:
             return
+        name = type(event.info.stages[event.stage].optimizer).__name__
         message = (
-            f"L-BFGS stopped at step {int(event.report['status_step'])}: "
+            f"{name} stopped at step {int(event.report['status_step'])}: "
             f"{STATUS_NAMES[status]} (gradient norm {as_float(event.report['grad_norm']):.3e}); "
             f"skipping to the next stage at step {end}"
         )
