@@ -25,101 +25,58 @@ Subpackages loaded on first use: ``pinn.fem`` (scikit-fem baselines),
 
 import importlib as _importlib
 
-from pinn.conditions import (
-    Constraint,
-    Data,
-    Dirichlet,
-    Initial,
-    LossTerm,
-    Neumann,
-    Periodic,
-    Robin,
-)
-from pinn.dsl import (
-    D,
-    ParseError,
-    arccos,
-    arcsin,
-    arctan,
-    coords,
-    cos,
-    cosh,
-    div,
-    dot,
-    e,
-    eq,
-    exp,
-    field,
-    fields,
-    grad,
-    heaviside,
-    laplacian,
-    log,
-    maximum,
-    minimum,
-    param,
-    parse,
-    pi,
-    sign,
-    sin,
-    sinh,
-    sqrt,
-    tan,
-    tanh,
-    vector,
-    where,
-)
-from pinn.dsl import abs_ as abs
-from pinn.evaluate import evaluation_grid
-from pinn.geometry import (
-    RAD,
-    Ball,
-    Box,
-    Disk,
-    Ellipse,
-    Grid,
-    Halton,
-    Interval,
-    LatinHypercube,
-    Polygon,
-    Rectangle,
-    Sobol,
-    TimeInterval,
-    Triangle,
-    Uniform,
-)
-from pinn.nets import MLP, RWF, Fourier, ModifiedMLP, PirateNet
-from pinn.problem import Problem, ProblemError
-from pinn.run import Run, setup, solve
-from pinn.solution import Solution
-from pinn.train import (
-    LBFGS,
-    SOAP,
-    Adam,
-    AdamW,
-    Callback,
-    Causal,
-    EarlyStopping,
-    Fixed,
-    GaussNewton,
-    GradNorm,
-    LevenbergMarquardt,
-    Optax,
-    Stage,
-    TensorBoard,
-)
-from pinn.train.loss import Points
-from pinn.training import Training
-
 __version__ = "0.1.0"
 
-_LAZY = ("fem", "reference", "config", "report", "compile", "cli", "io")
+# Every public name is imported on first use (PEP 562), so that ``import pinn`` (and
+# ``pinn validate`` on a bad file) does not load JAX: ``pinn.X`` and ``from pinn import X``
+# work as before. name -> (module, attribute in it)
+_EXPORTS = {
+    **{n: ("pinn.conditions", n) for n in (
+        "Constraint", "Data", "Dirichlet", "Initial", "LossTerm", "Neumann", "Periodic",
+        "Robin")},
+    **{n: ("pinn.dsl", n) for n in (
+        "D", "ParseError", "arccos", "arcsin", "arctan", "coords", "cos", "cosh", "div", "dot",
+        "e", "eq", "exp", "field", "fields", "grad", "heaviside", "laplacian", "log",
+        "maximum", "minimum", "param", "parse", "pi", "sign", "sin", "sinh", "sqrt", "tan",
+        "tanh", "vector", "where")},
+    "abs": ("pinn.dsl", "abs_"),
+    "evaluation_grid": ("pinn.evaluate", "evaluation_grid"),
+    **{n: ("pinn.geometry", n) for n in (
+        "RAD", "Ball", "Box", "Disk", "Ellipse", "Grid", "Halton", "Interval",
+        "LatinHypercube", "Polygon", "Rectangle", "Sobol", "TimeInterval", "Triangle",
+        "Uniform")},
+    **{n: ("pinn.nets", n) for n in ("MLP", "RWF", "Fourier", "ModifiedMLP", "PirateNet")},
+    "Problem": ("pinn.problem", "Problem"),
+    "ProblemError": ("pinn.problem", "ProblemError"),
+    **{n: ("pinn.run", n) for n in ("Run", "setup", "solve")},
+    "Solution": ("pinn.solution", "Solution"),
+    **{n: ("pinn.train", n) for n in (
+        "LBFGS", "Adam", "AdamW", "Callback", "Causal", "EarlyStopping", "Fixed", "GradNorm",
+        "GaussNewton", "LevenbergMarquardt", "Optax", "SOAP", "SSBFGS", "SSBroyden", "Stage",
+        "TensorBoard")},
+    "Points": ("pinn.train.loss", "Points"),
+    "Training": ("pinn.training", "Training"),
+}
+
+#: subpackages loaded on first use
+_LAZY = ("fem", "reference", "config", "report", "compile", "cli", "io", "evaluate",
+         "geometry", "nets", "dsl", "train", "conditions", "problem", "run", "solution",
+         "serialize", "sweep", "training", "export", "distributed")
 
 
 def __getattr__(name):
+    if name in _EXPORTS:
+        module, attr = _EXPORTS[name]
+        value = getattr(_importlib.import_module(module), attr)
+        globals()[name] = value  # the next access is a plain attribute
+        return value
     if name in _LAZY:
         return _importlib.import_module(f"pinn.{name}")
     raise AttributeError(f"module 'pinn' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS) | set(_LAZY))
 
 
 __all__ = [
@@ -133,7 +90,7 @@ __all__ = [
     "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
-    "Adam", "AdamW", "LBFGS", "SOAP", "LevenbergMarquardt", "GaussNewton",
-    "Optax", "Stage", "Fixed", "GradNorm", "Causal",
+    "Adam", "AdamW", "LBFGS", "SSBroyden", "SSBFGS", "SOAP", "LevenbergMarquardt",
+    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
     "EarlyStopping", "Callback", "TensorBoard",
 ]

@@ -25,6 +25,7 @@ import os
 import re
 import time
 import uuid
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -427,7 +428,14 @@ def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
                 header = None
             except ValueError:
                 header = cells
-            arr = np.loadtxt(path, delimiter=",", skiprows=0 if header is None else 1, ndmin=2)
+            import warnings
+
+            with warnings.catch_warnings():  # "input contained no data": reported below
+                warnings.simplefilter("ignore", UserWarning)
+                arr = np.loadtxt(path, delimiter=",", skiprows=0 if header is None else 1,
+                                 ndmin=2)
+            if arr.size == 0:
+                raise ValueError("no points: the file has no rows of numbers")
             if header is not None:
                 missing = [n for n in names if n not in header]
                 if missing:
@@ -436,8 +444,10 @@ def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
                 pts = np.stack([arr[:, header.index(n)] for n in names], axis=1)
             else:
                 pts = arr
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{path}: cannot read points ({exc})") from None
+    if pts.size == 0:
+        raise ValueError(f"{path}: no points: the file has no rows of numbers")
     if pts.ndim != 2 or pts.shape[1] != len(names):
         raise ValueError(f"{path}: points must have {len(names)} columns ({', '.join(names)}), "
                          f"got shape {pts.shape}")

@@ -15,9 +15,11 @@ allocator (see :func:`tune_malloc`).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -142,12 +144,19 @@ def _overrides(sets, seed=None, precision=None, devices=None) -> list[str]:
     return out
 
 
-def _load(file: Path, sets):
+def _load(file: Path, sets, *, checks: bool = True):
+    """The built problem file; with ``checks``, everything that would fail in training and
+    can be known now is checked first (:mod:`pinn.config.checks`): nothing is written yet."""
     from pinn import config
 
-    if not file.exists():
+    if not file.exists() and not file.is_symlink():
         raise UserError(f"{file}: no such file")
-    return config.load(str(file), sets)
+    built = config.load(str(file), sets)
+    if checks:
+        from pinn.config.checks import check
+
+        check(built)
+    return built
 
 
 def _user(fn, *args, **kwargs):
@@ -167,6 +176,7 @@ def _prepare(built, out: Path | None, resume: bool, suffix: str = "", *,
 
     for _ in range(100):  # a new default folder taken by a solve started just now: the next
         run_dir = _user(io.run_folder, out, built.name, resume, suffix)
+        new = _first_missing(run_dir)  # what this command creates (None: it exists)
         try:
             lock = io.lock_run_folder(run_dir)
             break
@@ -174,8 +184,9 @@ def _prepare(built, out: Path | None, resume: bool, suffix: str = "", *,
             if out is not None or resume:
                 raise UserError(str(exc)) from None
         except OSError as exc:
-            raise UserError(f"{run_dir}: cannot write the run folder ({exc.strerror or exc})"
-                            ) from None
+            _remove_new_folder(new)
+            raise UserError(f"{run_dir}: cannot write the run folder ({exc.strerror or exc}); "
+                            f"{_OS_FIX.get(exc.errno, 'give another --out')}") from None
     else:
         raise UserError(f"{run_dir}: every run folder of {built.name} is in use; give --out")
     try:
@@ -184,10 +195,30 @@ def _prepare(built, out: Path | None, resume: bool, suffix: str = "", *,
                      "`pinn solve` accepts this file as is\n")
         if file is not None:
             io.write_command(run_dir, file, sets, resume=resume)
-    except BaseException:
+    except BaseException as exc:
         lock.release()
+        _remove_new_folder(new)  # an error before training: leave nothing behind
+        if isinstance(exc, OSError) and exc.errno in _USER_ERRNOS:
+            raise UserError(_os_error_line(exc)) from None
         raise
     return run_dir, lock
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of ``path`` that does not exist yet (None: ``path`` exists)."""
+    top = None
+    while not (path.exists() or path.is_symlink()) and path != path.parent:
+        top, path = path, path.parent
+    return top
+
+
+def _remove_new_folder(path: Path | None) -> None:
+    """Remove a folder this command created (None: nothing): an error before training
+    leaves nothing behind."""
+    import shutil
+
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _errors_line(m: dict) -> str:
@@ -235,13 +266,51 @@ def _subcommand(args: list[str]) -> None:
 # ---------------------------------------------------------------------------
 # entry point
 
+#: errors of the user's files and folders (permissions, a full disk, a file in the way)
+_USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
+                errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.ENAMETOOLONG,
+                errno.ELOOP}
+_OS_FIX = {errno.ENOSPC: "free some space or give another --out",
+           errno.EDQUOT: "free some space or give another --out",
+           errno.EROFS: "give a writable --out", errno.EACCES: "give a writable --out",
+           errno.EPERM: "give a writable --out",
+           errno.ENOTDIR: "a file is in the way: remove it or give another --out",
+           errno.EEXIST: "a file is in the way: remove it or give another --out",
+           errno.EISDIR: "a folder is in the way: remove it or give another path"}
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``PATH: cannot write (No space left on device); free some space ...``."""
+    path = exc.filename if exc.filename is not None else "a file"
+    fix = _OS_FIX.get(exc.errno, "check the path")
+    return f"{path}: {exc.strerror or exc}; {fix}"
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    _err(f"warning: {message}")
+
+
+def _piped(log_format: str) -> bool:
+    """Whether progress is shown as lines (``plain``/``json``): without importing the
+    training stack (``pinn.train.progress.resolve_format`` decides the same later)."""
+    if log_format in ("plain", "json"):
+        return True
+    if log_format != "auto":
+        return False
+    try:
+        return not sys.stderr.isatty() and "ipykernel" not in sys.modules
+    except (AttributeError, ValueError):
+        return True
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code (the console script exits with it)."""
     tune_malloc()
     debug = os.environ.get("PINN_DEBUG", "") not in ("", "0")
     try:
-        rv = app(args=argv, prog_name="pinn", standalone_mode=False)
+        with warnings.catch_warnings():  # a warning is one line: pinn: warning: ...
+            warnings.showwarning = _warning_line
+            rv = app(args=argv, prog_name="pinn", standalone_mode=False)
         return rv if isinstance(rv, int) else EXIT_OK
     except typer.Exit as exc:
         return exc.exit_code
@@ -264,6 +333,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except UserError as exc:
         _err(str(exc))
+        return EXIT_INPUT
+    except OSError as exc:
+        if exc.errno not in _USER_ERRNOS or debug:
+            raise
+        _err(_os_error_line(exc))
         return EXIT_INPUT
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 1
         from pinn.config import ConfigError

@@ -34,6 +34,7 @@ from pinn.cli import (
     _out,
     _out_opt,
     _overrides,
+    _piped,
     _prepare,
     _run_config,
     _user,
@@ -115,10 +116,8 @@ def solve(
     joined = _join(coordinator, num_processes, process_id, distributed)  # before any JAX use
     if not _is_main(joined):  # many hosts: process 0 speaks and logs, the others train
         quiet, log = True, None
-    from pinn.train.progress import resolve_format
-
     _check_logs(log_format, log)
-    if not quiet and resolve_format(log_format) in ("plain", "json"):
+    if not quiet and _piped(log_format):
         _out(f"{file or out}: reading the problem")  # piped: say at once that something happens
     sets = _overrides(set_, seed, precision, devices)
     built, file, out = _problem(file, out, resume, sets)

@@ -105,11 +105,18 @@ def build(spec: S.ProblemSpec, source: Source, base_dir: str = ".") -> Built:
 
     ctx = Context(source, base_dir)
     params = _params(ctx, spec)
-    domain = build_domain(ctx, spec.domain)
-    _coords_fields(ctx, spec, getattr(domain, "space", domain).dim)
-    _definitions(ctx, spec)
-    eqs = {name: ctx.expr(text, ("equations", name), what="equation", allow_equals=True)
-           for name, text in spec.equations.items()}
+    # names and equations first, the geometry (which loads JAX) after: a typo is reported
+    # without loading the numerical stack
+    dim = _static_dim(spec.domain.shape)
+    domain = build_domain(ctx, spec.domain) if dim is None else None
+    eqs = _names_and_equations(ctx, spec, dim or getattr(domain, "space", domain).dim)
+    if domain is None:
+        domain = build_domain(ctx, spec.domain)
+        real = getattr(domain, "space", domain).dim
+        if real != dim:  # pragma: no cover - a shape kind _static_dim reads wrongly
+            ctx = Context(source, base_dir)
+            params = _params(ctx, spec)
+            eqs = _names_and_equations(ctx, spec, real)
     clash = set(spec.equations) & set(spec.conditions)
     if clash:
         n = sorted(clash)[0]
@@ -166,10 +173,40 @@ def _check_hard(ctx: Context, problem) -> None:
             raise ctx.error(("conditions", cname, "hard"), msg) from None
 
 
+def _names_and_equations(ctx: Context, spec: S.ProblemSpec, dim: int) -> dict:
+    _coords_fields(ctx, spec, dim)
+    _definitions(ctx, spec)
+    return {name: ctx.expr(text, ("equations", name), what="equation", allow_equals=True)
+            for name, text in spec.equations.items()}
+
+
+def _static_dim(shape: S.ShapeSpec) -> int | None:
+    """The space dimension of a shape read from its spec (None: build it to know)."""
+    kind, a = shape.kind, shape.args
+    if kind in CSG:
+        return _static_dim(a[0]) if a else None
+    if kind == "interval":
+        return 1
+    if kind in ("triangle", "polygon", "l_shape", "annulus", "ellipse", "disk", "rectangle"):
+        for key in ("min", "center"):  # rectangle/disk may take more numbers one day
+            if isinstance(getattr(a, key, None), list):
+                return len(getattr(a, key))
+        return 2
+    for key in ("min", "center"):
+        if isinstance(getattr(a, key, None), list):
+            return len(getattr(a, key))
+    return None
+
+
 def _stem(file: str | None) -> str:
+    """The run name of a file without ``name:``: its stem, made a safe file name."""
+    import re
+
     if not file:
         return "problem"
-    return os.path.splitext(os.path.basename(file))[0]
+    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", os.path.splitext(os.path.basename(file))[0])
+    stem = stem.lstrip(".+-").rstrip(".")[:100]
+    return stem or "problem"
 
 
 def _problem_error(ctx: Context, msg: str) -> ConfigError:
@@ -528,12 +565,8 @@ def build_weighting(w: S.WeightingSpec):
     return weightings()[w.kind](**kwargs(w.args))
 
 
-def build_training(b: Built):
-    """``pinn.Training`` from the ``training:`` section (stages with 0 steps are skipped)."""
-    import pinn.train as T
-    from pinn import Training
-    from pinn.train.loss import Points
-
+def check_training(b: Built) -> None:
+    """What ``training:`` must name and hold (checked before anything is built)."""
     t = b.spec.training
     terms = list(b.problem.equations) + list(b.problem.conditions)
     if t.weighting.kind == "fixed" and t.weighting.fixed.weights:
@@ -543,10 +576,20 @@ def build_training(b: Built):
                     f"no loss term named '{k}'{suggest(k, terms)}; terms: {', '.join(terms)}",
                     ("training", "weighting", "fixed", "weights"),
                     b.source.location(("training", "weighting", "fixed", "weights", k))))
-    stages = [T.Stage(build_optimizer(s), s.steps) for s in t.stages if s.steps > 0]
-    if not stages:
+    if not any(s.steps > 0 for s in t.stages):
         raise ConfigError(Issue("every stage has 0 steps: nothing to train",
                                 ("training", "stages"), b.source.location(("training", "stages"))))
+
+
+def build_training(b: Built):
+    """``pinn.Training`` from the ``training:`` section (stages with 0 steps are skipped)."""
+    import pinn.train as T
+    from pinn import Training
+    from pinn.train.loss import Points
+
+    check_training(b)
+    t = b.spec.training
+    stages = [T.Stage(build_optimizer(s), s.steps) for s in t.stages if s.steps > 0]
     p = t.points
     points = Points(interior=p.interior, boundary=p.boundary, initial=p.initial,
                     resample_every=p.resample_every, sampler=build_sampler(p.sampler),

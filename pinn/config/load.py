@@ -39,7 +39,7 @@ def validate(data: dict, source: Source) -> S.ProblemSpec:
         return S.ProblemSpec.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-    issues = _dedupe(_issue(err, source) for err in _merge_misspelled(errors))
+    issues = _dedupe(_issue(err, source) for err in _merge_misspelled(_union_noise(errors)))
     issues.sort(key=lambda i: (i.location.override is None, i.location.line or 0))
     raise ConfigError(issues)
 
@@ -62,6 +62,25 @@ def _merge_misspelled(errors: list[dict]) -> list[dict]:
                 continue
         out.append(e)
     return out
+
+
+_BRANCH_TYPES = {"literal_error", "list_type", "dict_type", "model_type", "model_attributes_type"}
+
+
+def _union_noise(errors: list[dict]) -> list[dict]:
+    """Drop "expected False" of ``fourier: {...} | false`` (or "expected a list" of
+    ``resolution: 1``) when another branch of the union has a real error: the user wrote
+    that branch's kind of value, its error is the one to report."""
+    def parent(e):
+        return tuple(e["loc"][:-1])
+
+    def noise(e):
+        return e["type"] in _BRANCH_TYPES and len(e["loc"]) > 1
+
+    others = [e for e in errors if not noise(e)]
+    return [e for e in errors if not noise(e) or not any(
+        tuple(o["loc"][:len(parent(e))]) == parent(e) and len(o["loc"]) > len(parent(e))
+        for o in others)]
 
 
 def _dedupe(issues) -> list[Issue]:

@@ -31,7 +31,9 @@ from pydantic_core import PydanticCustomError
 
 MAX_POINTS = 50_000_000
 MAX_STEPS = 1_000_000_000
-MAX_SIZE = 1_000_000  # widths, features, modes
+MAX_SIZE = 1_000_000  # modes, cells
+MAX_WIDTH = 8192  # network widths, Fourier features
+MAX_DEPTH = 64  # hidden layers, blocks
 
 
 # ---------------------------------------------------------------------------
@@ -103,11 +105,39 @@ def _expr_text(v: Any):
 
 
 def _name(v: Any) -> str:
-    if not isinstance(v, str) or not v.isidentifier():
+    # ASCII only: names become Python identifiers, loss-term keys and file names everywhere
+    if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
         raise PydanticCustomError(
-            "name", "expected a name (letters, digits and _, not starting with a digit), "
-            "got {got}", {"got": _kind(v)})
+            "name", "expected a name (ASCII letters, digits and _, not starting with a "
+            "digit), got {got}", {"got": _kind(v)})
     return v
+
+
+#: the run name names a folder (``runs/<name>``): a file name, never a path
+_RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}")
+
+
+def _run_name(v: Any) -> str:
+    if not isinstance(v, str) or not _RUN_NAME.fullmatch(v) or v.endswith("."):
+        raise PydanticCustomError(
+            "run_name", "the name is the run folder's file name (runs/<name>): ASCII letters, "
+            "digits, _ . + - (not first: . + -), at most 100 characters, no / or .., got {got}",
+            {"got": _kind(v) if "\x00" not in str(v) else "a text with a NUL byte"})
+    return v
+
+
+def _bounded(lo: int, hi: int, reason: str):
+    """An integer in ``[lo, hi]``; the message gives ``reason`` for the upper bound."""
+
+    def check(v: int) -> int:
+        if v < lo:
+            raise PydanticCustomError("bound", "must be ≥ {lo}, got {got}", {"lo": lo, "got": v})
+        if v > hi:
+            raise PydanticCustomError("bound", "must be ≤ {hi}, got {got}: {reason}",
+                                      {"hi": hi, "got": v, "reason": reason})
+        return v
+
+    return Annotated[int, BeforeValidator(_integer), AfterValidator(check)]
 
 
 def _names(v: Any):
@@ -136,13 +166,20 @@ Positive = Annotated[float, BeforeValidator(_number), Field(gt=0)]
 NonNegative = Annotated[float, BeforeValidator(_number), Field(ge=0)]
 Fraction = Annotated[float, BeforeValidator(_number), Field(ge=0, le=1)]
 Int = Annotated[int, BeforeValidator(_integer)]
-Count = Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_POINTS)]
+Count = _bounded(1, MAX_POINTS, "more points than that do not fit in one device's memory "
+                 "(resample_every covers the domain with fewer)")
 Steps = Annotated[int, BeforeValidator(_integer), Field(ge=0, le=MAX_STEPS)]
 Every = Annotated[int, BeforeValidator(_integer), Field(ge=0, le=MAX_STEPS)]
 Size = Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_SIZE)]
 Seed = Annotated[int, BeforeValidator(_integer), Field(ge=0, lt=2**32)]
 Bool = Annotated[bool, BeforeValidator(_bool)]
 Name = Annotated[str, BeforeValidator(_name)]
+RunName = Annotated[str, BeforeValidator(_run_name)]
+#: network sizes: a layer of width w holds w*w weights (8192: 67 million a layer)
+Width = _bounded(1, MAX_WIDTH, "a layer of width w holds w*w weights (8192: 67 million a "
+                 "layer); PINNs train well with widths of 32 to 512")
+Depth = _bounded(0, MAX_DEPTH, "deeper networks compile slowly and do not train better as "
+                 "PINNs (4 to 8 layers are usual)")
 PartName = Annotated[str, BeforeValidator(_part_name)]
 Names = Annotated[list[Name], BeforeValidator(_names)]
 ExprLike = Annotated[Any, BeforeValidator(_expr_like)]
@@ -551,19 +588,20 @@ class RWFArgs(Strict):
 
 
 class MLPArgs(Strict):
-    width: Size = 64
-    depth: Annotated[int, BeforeValidator(_integer), Field(ge=0, le=1000)] = 4
+    width: Width = 64
+    depth: Depth = 4
     activation: Activation = "tanh"
 
 
 class PirateArgs(Strict):
-    width: Size = 64
-    blocks: Size = 3
+    width: Width = 64
+    blocks: _bounded(1, MAX_DEPTH, "each block is three layers; deeper networks compile "
+                     "slowly and do not train better as PINNs") = 3
     activation: Activation = "tanh"
 
 
 class FourierArgs(Strict):
-    features: Size = 64
+    features: Width = 64
     scale: Positive = 1.0
 
 
@@ -827,7 +865,7 @@ class ProblemSpec(Strict):
     """A whole problem file.  ``define`` names expressions of the coordinates and
     parameters (``r: "sqrt(x^2 + y^2)"``) that later expressions may use."""
 
-    name: str | None = None
+    name: RunName | None = None
     description: str | None = None
     coords: Names | None = None
     fields: Names = ["u"]

@@ -21,6 +21,9 @@ from pinn.config.errors import ConfigError, Issue, Location, Path, format_path
 MAX_BYTES = 2_000_000
 MAX_NODES = 200_000
 MAX_DEPTH = 64
+#: the tags of plain data (what YAML gives untagged values, and ``!!str`` etc. spelled out)
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map",
+                                                   "seq")}
 
 
 class _Loader(yaml.SafeLoader):
@@ -88,23 +91,45 @@ def _error(source: Source, message: str, line=None, column=None, path: Path = ()
 
 
 def read_text(path: str) -> str:
-    """Read a problem file as UTF-8 text, with clear errors for binary or huge files."""
+    """Read a problem file as UTF-8 text, with clear errors for binary or huge files.
+
+    Only a regular file is read (a folder, a FIFO, a device such as a link to /dev/zero
+    are refused before a byte is read), and at most :data:`MAX_BYTES` + 1 bytes of it:
+    the size ``stat`` reports is not trusted (a device reports 0).
+    """
     import os
+    import stat
 
     name = os.path.basename(path)
-    try:
-        size = os.path.getsize(path)
+
+    def fail(msg: str) -> ConfigError:
+        return ConfigError(Issue(msg, (), Location(name)))
+
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except IsADirectoryError:
+        raise fail("is a folder; give a problem file (.yaml)") from None
     except OSError as exc:
-        raise ConfigError(Issue(f"cannot read the file: {exc.strerror or exc}", (),
-                                Location(name))) from None
-    if os.path.isdir(path):
-        raise ConfigError(Issue("is a folder; give a problem file (.yaml)", (), Location(name)))
-    if size > MAX_BYTES:
-        raise ConfigError(Issue(
-            f"the file is {size} bytes; problem files are at most {MAX_BYTES} (put data in a "
-            "CSV/NPZ file and name it under conditions.<name>.data.file)", (), Location(name)))
-    with open(path, "rb") as fh:
-        raw = fh.read()
+        raise fail(f"cannot read the file: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise fail("is a folder; give a problem file (.yaml)")
+    with os.fdopen(fd, "rb") as fh:
+        if stat.S_ISDIR(mode):
+            raise fail("is a folder; give a problem file (.yaml)")
+        if not stat.S_ISREG(mode):
+            kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device"
+                    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+                    if stat.S_ISSOCK(mode) else "not a regular file")
+            raise fail(f"is {kind}, not a regular file; give a problem file (.yaml)")
+        try:
+            raw = fh.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise fail(f"cannot read the file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise fail(f"the file is larger than {MAX_BYTES} bytes, the limit of a problem file "
+                   "(put data in a CSV/NPZ file and name it under conditions.<name>.data.file)")
     if b"\x00" in raw:
         raise ConfigError(Issue("this is a binary file, not a YAML problem file", (),
                                 Location(name)))
@@ -152,6 +177,10 @@ def _build(loader, node, path, source: Source, count, depth):
                      node.start_mark.line + 1, path=path)
     if path not in source.places:
         source.places[path] = Location(source.file, node.start_mark.line + 1)
+    if node.tag not in _PLAIN_TAGS:  # !!python/object, !include, ...: data has no tags
+        raise _error(source, f"YAML tags such as {node.tag.replace('tag:yaml.org,2002:', '!!')}"
+                     " are not allowed in a problem file; write plain values",
+                     node.start_mark.line + 1, node.start_mark.column + 1, path)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
         out: dict = {}

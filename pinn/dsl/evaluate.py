@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import jax.numpy as jnp
 import numpy as np
 
 from pinn.dsl import expr as E
@@ -29,7 +28,7 @@ class UnboundError(KeyError):
     """An expression needs a value that the environment does not provide."""
 
 
-def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp=jnp):
+def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp=None):
     """Evaluate ``e`` with leaves from ``env`` (arrays broadcast together).
 
     ``eq_tol``: ``a == b`` holds where ``|a - b| <= eq_tol`` (boundary
@@ -37,6 +36,8 @@ def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp
     ``xp``: the array module, ``jax.numpy`` (traceable, the default) or ``numpy``
     (the FEM baseline evaluates in float64 outside JAX).
     """
+    if xp is None:  # imported here: checking a problem file in NumPy never loads JAX
+        import jax.numpy as xp
     memo: dict[E.Expr, object] = {}
 
     def ev(node: E.Expr):
@@ -134,6 +135,8 @@ def evaluate_on_points(e: E.Expr, coords, points, params: Mapping[str, object] |
     Derivatives of coordinate expressions (``D(sin(pi*x), x)``) are expanded
     symbolically first.  ``params`` overrides parameter values by name.
     """
+    import jax.numpy as jnp
+
     from pinn.dsl.calculus import expand, symbols
 
     coords = tuple(coords)
