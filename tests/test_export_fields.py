@@ -65,9 +65,10 @@ def runs(tmp_path_factory):
     cli("solve", HEAT, "--out", base / "heat", "--quiet",
         *[a for s in sets for a in ("--set", s)])
     built = pinn.config.load(POISSON, ["evaluation.resolution=12"])
-    setup = pinn.setup(built.problem, built.model(), built.training(), progress=False)
+    setup = pinn.setup(built.problem, built.model(), built.training(), progress=False,
+                       precision=built.precision)
     Solution(built.problem, built.model(), setup.params, seed=built.training().seed,
-             resolution=12).save(base / "poisson")
+             resolution=12, precision=built.precision).save(base / "poisson")
     for name, path, extra in (("heat-fem", HEAT, ["--dt", "0.1"]),
                               ("poisson-fem", POISSON, [])):
         cli("fem", path, "--cells", "6", "--out", base / name, "--quiet", *extra,

@@ -149,7 +149,7 @@ def test_a_piped_solve_prints_at_once_and_then_at_least_every_ten_seconds(tmp_pa
     assert stamps[0][0] < first_bound, stamps[:2]
     gaps = [b[0] - a[0] for a, b in zip(stamps, stamps[1:], strict=False)]
     assert max(gaps) <= 10.0, stamps
-    assert any("compiling stage 2/2 (LBFGS)" in t for t in text)
+    assert any("compiling stage 2/2 (SSBroyden)" in t for t in text)
     assert any(re.search(r"step \d+/45 \| stage 1/2 Adam \| loss", t) for t in text)
     assert text[-1].startswith("report:")
 

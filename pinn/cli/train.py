@@ -117,6 +117,9 @@ def solve(
     if not _is_main(joined):  # many hosts: process 0 speaks and logs, the others train
         quiet, log = True, None
     _check_logs(log_format, log)
+    if precision is not None and precision not in (32, 64):
+        raise UserError(f"--precision {precision}: give 32 or 64 (float32 or float64 training; "
+                        "without the option the file's training.precision, auto by default)")
     if not quiet and _piped(log_format):
         _out(f"{file or out}: reading the problem")  # piped: say at once that something happens
     sets = _overrides(set_, seed, precision, devices)
