@@ -53,7 +53,7 @@ _EXPORTS = {
     **{n: ("pinn.train", n) for n in (
         "LBFGS", "Adam", "AdamW", "Callback", "Causal", "EarlyStopping", "Fixed", "GradNorm",
         "GaussNewton", "LevenbergMarquardt", "Optax", "SOAP", "SSBFGS", "SSBroyden", "Stage",
-        "TensorBoard")},
+        "TensorBoard", "MLflow")},
     "Points": ("pinn.train.loss", "Points"),
     "Training": ("pinn.training", "Training"),
 }
@@ -92,5 +92,5 @@ __all__ = [
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
     "Adam", "AdamW", "LBFGS", "SSBroyden", "SSBFGS", "SOAP", "LevenbergMarquardt",
     "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
-    "EarlyStopping", "Callback", "TensorBoard",
+    "EarlyStopping", "Callback", "TensorBoard", "MLflow",
 ]

@@ -215,3 +215,19 @@ def test_solve_refuses_to_mix_runs(capsys, tmp_path):
     assert rc == 2 and "exists and is not empty" in err and "--resume" in err
     rc, _, err = run(capsys, "solve", HEAT, "--out", str(tmp_path / "nothing"), "--resume")
     assert rc == 2 and "no run folder to resume" in err
+
+
+def test_fem_refusing_a_problem_leaves_nothing_behind(capsys, tmp_path):
+    """A problem the FEM baseline cannot solve (a 4-D box: no mesher) is found only after
+    the run folder is prepared: exit 2, one line, and the folder (new) or the files that
+    were written into it (an empty --out that existed) are gone."""
+    f = tmp_path / "nd.yaml"
+    f.write_text("fields: [u]\ndomain: {box: [[0, 0, 0, 0], [1, 1, 1, 1]]}\n"
+                 "equations: {poisson: \"-laplacian(u) = 1\"}\n"
+                 "conditions: {walls: {dirichlet: {u: 0}}}\n")
+    rc, _, err = run(capsys, "fem", str(f), "--out", str(tmp_path / "new"))
+    assert rc == 2 and "cannot mesh Box in 4-D" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "empty").mkdir()
+    rc, _, err = run(capsys, "fem", str(f), "--out", str(tmp_path / "empty"))
+    assert rc == 2 and list((tmp_path / "empty").iterdir()) == []

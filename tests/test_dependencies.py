@@ -13,7 +13,7 @@ tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard libr
 ROOT = Path(__file__).resolve().parents[1]
 # distribution name -> the module it installs, where they differ
 MODULE_OF = {"scikit-fem": "skfem", "pyyaml": "yaml", "tensorboardx": "tensorboardX",
-             "markdown-it-py": "markdown_it",
+             "markdown-it-py": "markdown_it", "mlflow-skinny": "mlflow",
              "orbax-checkpoint": "orbax", "jax2onnx": "jax2onnx"}
 
 

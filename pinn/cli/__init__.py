@@ -70,11 +70,12 @@ LogFormatOpt = Annotated[str, typer.Option(
          "lines when piped), bar, plain (a timestamped line every few seconds) or json (one "
          "JSON object a line).")]
 LogOpt = Annotated[list[str] | None, typer.Option(
-    "--log", metavar="tensorboard",
+    "--log", metavar="tensorboard|mlflow",
     help="Also log the training scalars: tensorboard (event files in RUN/tensorboard; needs "
-         "pip install 'pinn[tensorboard]'). Repeatable.")]
+         "pip install 'pinn[tensorboard]') or mlflow (an MLflow run in $MLFLOW_TRACKING_URI, "
+         "else RUN/mlruns; needs pip install 'pinn[mlflow]'). Repeatable.")]
 _LOG_FORMATS = ("auto", "bar", "plain", "json")
-_LOGGERS = ("tensorboard",)
+_LOGGERS = ("tensorboard", "mlflow")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 

@@ -37,6 +37,19 @@ def _fresh(out: Path | None, command: str) -> None:
                         f"it ({command} starts afresh and has no --resume)")
 
 
+def _unwrite(run_dir: Path, created: bool) -> None:
+    """Undo what ``_prepare`` wrote: the folder if this command created it, else its files."""
+    import shutil
+
+    from pinn import io
+
+    if created:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for name in ("config.yaml", io.COMMAND_FILE, io.LOCK_FILE):
+        (run_dir / name).unlink(missing_ok=True)
+
+
 @app.command(epilog=_examples("pinn fem problems/poisson2d.yaml",
                              "pinn fem problems/heat2d.yaml --cells 32 --element P2 --dt 0.01",
                              "pinn fem problems/ns_cavity.yaml --out runs/cavity-fem"))
@@ -69,8 +82,10 @@ def fem(
                            theta=opts.theta, out_dir=run_dir, resolution=ev.resolution,
                            snapshots=ev.snapshots, metrics={"problem": built.name})
     except F.UnsupportedProblem as exc:
-        raise UserError(f"{built.name}: the FEM baseline cannot solve this problem: {exc}"
-                        ) from None
+        _unwrite(run_dir, lock.created)  # refused before solving: leave nothing behind
+        why = str(exc)
+        raise UserError(f"{built.name}: " + (why if why.startswith("the FEM baseline") else
+                        f"the FEM baseline cannot solve this problem: {why}")) from None
     _out(f"{built.name}: FEM {opts.element}, {m['dofs']} dofs, {m['wall_seconds']:.1f} s"
          + _errors_line(m), quiet)
     _out(f"report: {run_dir / 'report.md'}", quiet)

@@ -54,6 +54,12 @@ def _check_logs(log_format: str, logs) -> None:
         if importlib.util.find_spec("tensorboardX") is None:
             raise UserError("--log tensorboard needs tensorboardX: pip install "
                             "'pinn[tensorboard]' (or pip install tensorboardX)")
+    if "mlflow" in (logs or ()):
+        import importlib.util
+
+        if importlib.util.find_spec("mlflow") is None:
+            raise UserError("--log mlflow needs mlflow: pip install 'pinn[mlflow]' (or pip "
+                            "install mlflow-skinny)")
 
 
 def _progress_observers(quiet: bool, log_format: str, logs, run_dir: Path) -> list:
@@ -69,6 +75,13 @@ def _progress_observers(quiet: bool, log_format: str, logs, run_dir: Path) -> li
             chosen.append(TensorBoard(run_dir / "tensorboard"))
         except ImportError as exc:
             raise UserError(f"--log tensorboard: {exc}") from None
+    if "mlflow" in (logs or ()):
+        import os
+
+        from pinn.train import MLflow
+
+        uri = os.environ.get("MLFLOW_TRACKING_URI") or (run_dir / "mlruns").resolve().as_uri()
+        chosen.append(MLflow(uri, run_name=run_dir.name))
     return chosen
 
 

@@ -683,7 +683,8 @@ class LBFGSArgs(Strict):
 class SSBroydenArgs(Strict):
     """Self-scaled quasi-Newton (dense inverse Hessian): use with ``precision: 64``."""
 
-    resample_every: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] | None = None
+    resample_every: Annotated[int, BeforeValidator(_integer),
+                              Field(ge=1, le=MAX_STEPS)] | None = None
     max_linesearch_steps: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 30
     gtol: NonNegative = 0.0
     max_params: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=100_000)] = 20_000
@@ -717,7 +718,8 @@ class StageSpec(OneOf):
     """``{adam: {lr: 1e-3}, steps: 5000}``, ``{lbfgs: {}, steps: 500}`` or
     ``{ssbroyden: {resample_every: 500}, steps: 5000}``."""
 
-    KINDS: ClassVar = ("adam", "adamw", "soap", "lbfgs", "lm", "gauss_newton", "ssbroyden", "ssbfgs")
+    KINDS: ClassVar = ("adam", "adamw", "soap", "lbfgs", "lm", "gauss_newton", "ssbroyden",
+                       "ssbfgs")
     WHAT: ClassVar = "optimizer"
 
     adam: AdamArgs | None = None

@@ -9,7 +9,7 @@ from .callbacks import EarlyStopping
 from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
 from .gauss_newton import GaussNewton, LevenbergMarquardt
 from .history import read_history
-from .loggers import TensorBoard
+from .loggers import MLflow, TensorBoard
 from .loop import Interrupted, TrainingDiverged, TrainResult, run
 from .observers import (
     Callback,
@@ -67,4 +67,5 @@ __all__ = [
     "Signals",
     "StallStop",
     "TensorBoard",
+    "MLflow",
 ]
