@@ -180,14 +180,18 @@ def _domain(built) -> None:
     space = problem.space
 
     def rate(kind, on, coords, path):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
+        caught: list = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 acceptance_rate(*space._rate_key(kind, on, coords), "float32")
-            finally:
-                for w in caught:  # e.g. a selection that catches few points: legal, slow
-                    warnings.warn(f"{built.source.location(path)} {'.'.join(path)}: "
-                                  f"{_first(w.message)}", stacklevel=4)
+        finally:
+            # re-issued outside the recording context (inside it, each would be recorded
+            # into the list being read, without end); e.g. a selection that catches few
+            # points: legal, slow
+            for w in list(caught):
+                warnings.warn(f"{built.source.location(path)} {'.'.join(path)}: "
+                              f"{_first(w.message)}", stacklevel=4)
 
     try:
         rate("interior", None, None, ("domain",))
