@@ -315,6 +315,20 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
                     residual_fn=residual_magnitude, residuals_fn=residuals_fn)
 
 
+def _time_chunks(problem, chunks: int):
+    """``x -> (chunk index of each point, points per chunk (at least 1))``: the time window
+    cut into ``chunks`` equal slabs (the causal weighting's)."""
+    t0, t1 = problem.time.t0, problem.time.t1
+    ti = problem.time_index
+
+    def chunk_of(x):
+        idx = jnp.clip(((x[:, ti] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
+        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, ti]), idx, chunks), 1.0)
+        return idx, counts
+
+    return chunk_of
+
+
 def _equation_terms(problem, eq_fn, eq_names, causal):
     """``(params, x) -> {equation: mean squared residual}``, causally weighted if asked."""
     if causal is None or not problem.is_evolution:
@@ -325,14 +339,12 @@ def _equation_terms(problem, eq_fn, eq_names, causal):
         return eq_terms
     from pinn.train.weighting import causal_weights
 
-    t0, t1 = problem.time.t0, problem.time.t1
     chunks = int(causal.chunks)
-    ti = problem.time_index
+    chunk_of = _time_chunks(problem, chunks)
 
     def causal_terms(params, x):
         res = eq_fn(params, x)
-        idx = jnp.clip(((x[:, ti] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
-        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, ti]), idx, chunks), 1.0)
+        idx, counts = chunk_of(x)
         out = {}
         for n in eq_names:
             per_chunk = jax.ops.segment_sum(jnp.square(res[n]), idx, chunks) / counts
@@ -484,15 +496,13 @@ def _equation_residuals(problem, eq_fn, eq_names, causal):
         return eq_vectors
     from pinn.train.weighting import causal_weights
 
-    t0, t1 = problem.time.t0, problem.time.t1
     chunks = int(causal.chunks)
-    ti = problem.time_index
+    chunk_of = _time_chunks(problem, chunks)
 
     def causal_vectors(params, x):
         # the term is mean_c w_c * (sum of r_i^2 over chunk c) / count_c
         res = eq_fn(params, x)
-        idx = jnp.clip(((x[:, ti] - t0) / (t1 - t0) * chunks).astype(jnp.int32), 0, chunks - 1)
-        counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, ti]), idx, chunks), 1.0)
+        idx, counts = chunk_of(x)
         out = {}
         for n in eq_names:
             r = jnp.ravel(res[n])

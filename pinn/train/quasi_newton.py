@@ -26,7 +26,6 @@ loss's rounding floor long before these methods pay off.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -34,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
+
+from .optim import _check_int, _check_positive
 
 __all__ = ["SSBroyden", "SSBFGS", "scale_by_self_scaled_broyden"]
 
@@ -185,19 +186,11 @@ class SSBroyden:
         if self.method not in ("ssbroyden", "ssbfgs", "bfgs"):
             raise ValueError(
                 f"{name}: method must be 'ssbroyden', 'ssbfgs' or 'bfgs', got {self.method!r}.")
-        for field_name, minimum in (("max_linesearch_steps", 1), ("max_params", 1)):
-            value = getattr(self, field_name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise ValueError(f"{name}: {field_name} must be an integer >= {minimum}, "
-                                 f"got {value!r}.")
-        if self.resample_every is not None and (
-                not isinstance(self.resample_every, int) or isinstance(self.resample_every, bool)
-                or self.resample_every < 1):
-            raise ValueError(f"{name}: resample_every must be an integer >= 1 or None, got "
-                             f"{self.resample_every!r}.")
-        ok = isinstance(self.gtol, (int, float)) and math.isfinite(self.gtol) and self.gtol >= 0
-        if not ok or isinstance(self.gtol, bool):
-            raise ValueError(f"{name}: gtol must be a finite number >= 0, got {self.gtol!r}.")
+        _check_int(name, "max_linesearch_steps", self.max_linesearch_steps, minimum=1)
+        _check_int(name, "max_params", self.max_params, minimum=1)
+        if self.resample_every is not None:
+            _check_int(name, "resample_every", self.resample_every, minimum=1)
+        _check_positive(name, "gtol", self.gtol, allow_zero=True)
 
     def make(self, total_steps: int) -> optax.GradientTransformationExtraArgs:
         """The direction, then optax's zoom line search (it stores ``value`` and ``grad``)."""
