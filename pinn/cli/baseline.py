@@ -20,6 +20,7 @@ from pinn.cli import (
     _out_opt,
     _overrides,
     _prepare,
+    _remove_new_folder,
     _subcommand,
     _user,
     app,
@@ -39,12 +40,10 @@ def _fresh(out: Path | None, command: str) -> None:
 
 def _unwrite(run_dir: Path, created: bool) -> None:
     """Undo what ``_prepare`` wrote: the folder if this command created it, else its files."""
-    import shutil
-
     from pinn import io
 
     if created:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        _remove_new_folder(run_dir)
         return
     for name in ("config.yaml", io.COMMAND_FILE, io.LOCK_FILE):
         (run_dir / name).unlink(missing_ok=True)
