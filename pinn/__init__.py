@@ -38,7 +38,7 @@ _EXPORTS = {
         "D", "ParseError", "arccos", "arcsin", "arctan", "coords", "cos", "cosh", "div", "dot",
         "e", "eq", "exp", "field", "fields", "grad", "heaviside", "laplacian", "log",
         "maximum", "minimum", "param", "parse", "pi", "sign", "sin", "sinh", "sqrt", "tan",
-        "tanh", "vector", "where")},
+        "tanh", "vector", "where", "piecewise", "cells", "coefficient")},
     "abs": ("pinn.dsl", "abs_"),
     "evaluation_grid": ("pinn.evaluate", "evaluation_grid"),
     **{n: ("pinn.geometry", n) for n in (
@@ -51,9 +51,9 @@ _EXPORTS = {
     **{n: ("pinn.run", n) for n in ("Run", "setup", "solve")},
     "Solution": ("pinn.solution", "Solution"),
     **{n: ("pinn.train", n) for n in (
-        "LBFGS", "Adam", "AdamW", "Callback", "Causal", "EarlyStopping", "Fixed", "GradNorm",
-        "GaussNewton", "LevenbergMarquardt", "Optax", "SOAP", "SSBFGS", "SSBroyden", "Stage",
-        "TensorBoard", "MLflow")},
+        "LBFGS", "Adam", "AdamW", "Annealing", "Callback", "Causal", "EarlyStopping", "Fixed",
+        "GradNorm", "GaussNewton", "LevenbergMarquardt", "Optax", "SOAP", "SSBFGS", "SSBroyden",
+        "Stage", "TensorBoard", "MLflow")},
     "Points": ("pinn.train.loss", "Points"),
     "Training": ("pinn.training", "Training"),
 }
@@ -85,12 +85,12 @@ __all__ = [
     "coords", "field", "fields", "param", "D", "grad", "div", "laplacian", "vector", "dot",
     "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "arctan",
     "arcsin", "arccos", "sign", "heaviside", "where", "minimum", "maximum", "eq", "pi", "e",
-    "parse", "ParseError",
+    "piecewise", "cells", "coefficient", "parse", "ParseError",
     "Dirichlet", "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Data", "LossTerm",
     "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
     "Adam", "AdamW", "LBFGS", "SSBroyden", "SSBFGS", "SOAP", "LevenbergMarquardt",
-    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
+    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Annealing", "Causal",
     "EarlyStopping", "Callback", "TensorBoard", "MLflow",
 ]

@@ -485,6 +485,77 @@ class DomainSpec(ShapeSpec):
 
 
 # ---------------------------------------------------------------------------
+# coefficients and initial values given as data
+
+
+class FileValues(Strict):
+    """Values read from a table file and interpolated: ``{file: k.dat, interpolation:
+    linear}`` (columns: the coordinates, then the value; ``coords`` names them, default
+    the spatial coordinates). Scattered points take ``interpolation: nearest`` (resampled
+    once on a regular grid of ``resample`` nodes per axis)."""
+
+    file: str
+    interpolation: Literal["linear", "nearest"] = "linear"
+    coords: Names | None = None
+    resample: Annotated[int, BeforeValidator(_integer), Field(ge=2, le=4096)] | None = None
+
+
+class PieceSpec(Strict):
+    """One piece of a piecewise coefficient: ``{where: "x < 0.5", value: 1}``; the last
+    piece may go without ``where`` (the value everywhere else)."""
+
+    where: ExprText | None = None
+    value: ExprLike
+
+
+class CellsSpec(Strict):
+    """A table of rectangular cells: ``edges`` per coordinate (``{x: [0, 0.5, 1], y: [0,
+    1]}``) and ``values`` nested as the edges (``[[1], [16]]``: cell (i, j) at
+    ``values[i][j]``), numbers or expressions."""
+
+    edges: Annotated[dict[Name, Annotated[list[Number], Field(min_length=2)]],
+                     Field(min_length=1)]
+    values: list
+
+
+class CoefficientSpec(OneOf):
+    """A named coefficient usable in every expression: from data ``{file: k.dat,
+    interpolation: linear|nearest}``, ``{piecewise: [{where: "x < 0.5", value: 1},
+    {value: 16}]}`` or ``{cells: {edges: {x: [...], y: [...]}, values: [[...], ...]}}``."""
+
+    KINDS: ClassVar = ("file", "piecewise", "cells")
+    WHAT: ClassVar = "coefficient"
+
+    file: str | None = None
+    piecewise: Annotated[list[PieceSpec], Field(min_length=1)] | None = None
+    cells: CellsSpec | None = None
+    interpolation: Literal["linear", "nearest"] | None = None
+    coords: Names | None = None
+    resample: Annotated[int, BeforeValidator(_integer), Field(ge=2, le=4096)] | None = None
+
+    @model_validator(mode="after")
+    def _file_options(self):
+        if self.file is None:
+            extra = [k for k in ("interpolation", "coords", "resample")
+                     if getattr(self, k) is not None]
+            if extra:
+                raise PydanticCustomError(
+                    "coefficient", "{key} belongs to a coefficient read from a file "
+                    "(file: k.dat)", {"key": extra[0]})
+        return self
+
+
+def _initial_value(v: Any):
+    """An initial value: a number, an expression, or ``{file: u0.dat, ...}``."""
+    if isinstance(v, dict):
+        return FileValues.model_validate(v)
+    return _expr_like(v)
+
+
+InitialValue = Annotated[Any, BeforeValidator(_initial_value)]
+
+
+# ---------------------------------------------------------------------------
 # conditions
 
 
@@ -563,7 +634,7 @@ class ConditionSpec(OneOf):
     neumann: Annotated[dict[Name, ExprLike], Field(min_length=1, max_length=1)] | None = None
     robin: Annotated[dict[Name, RobinArgs], Field(min_length=1, max_length=1)] | None = None
     periodic: PeriodicArgs | None = None
-    initial: Annotated[dict[Name, ExprLike], Field(min_length=1)] | None = None
+    initial: Annotated[dict[Name, InitialValue], Field(min_length=1)] | None = None
     constraint: ExprText | None = None
     data: DataArgs | None = None
 
@@ -759,8 +830,25 @@ class FixedArgs(Strict):
 
 
 class GradNormArgs(Strict):
+    """Balancing of the condition terms against the equations' residual gradient; the
+    equations' weights stay fixed, the others within ``bounds`` (``[lower, upper]``)."""
+
     every: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] = 1000
     alpha: Fraction = 0.9
+    bounds: Annotated[list[Positive], Field(min_length=2, max_length=2)] = [1.0, 1.0e4]
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if not self.bounds[0] <= self.bounds[1]:
+            raise PydanticCustomError("bounds", "bounds are [lower, upper] with lower <= "
+                                      "upper, got {b}", {"b": self.bounds})
+        return self
+
+
+class AnnealingArgs(GradNormArgs):
+    """Wang et al. 2021's learning-rate annealing (``max|grad R| / mean|grad L_i|``)."""
+
+    every: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] = 100
 
 
 class CausalArgs(Strict):

@@ -192,3 +192,140 @@ def logical_or(a: E.Expr, b: E.Expr) -> E.Expr:
 def logical_not(a: E.Expr) -> E.Expr:
     """The predicate does not hold: ``logical_not(x > 0)`` (``not`` in text)."""
     return E.Not(a)
+
+
+def piecewise(*pieces, otherwise: E.ExprLike | None = None) -> E.Expr:
+    """A piecewise expression from ``(condition, value)`` pairs, the first that holds
+    winning, and ``otherwise`` where none does: nested :func:`where` without writing it.
+
+        k = piecewise((x < 0.5, 1), (y < 0.5, 4), otherwise=16)
+
+    A last piece without a condition (``(None, value)``, or a bare value) is the
+    ``otherwise`` value. Without one, the last piece's value holds everywhere else.
+    """
+    items = [p if isinstance(p, tuple) else (None, p) for p in pieces]
+    if not items:
+        raise ValueError("piecewise needs at least one (condition, value) piece")
+    if items[-1][0] is None:
+        if otherwise is not None:
+            raise ValueError("piecewise: give the last value either without a condition or "
+                             "as otherwise=, not both")
+        otherwise = items.pop()[1]
+    for i, (cond, _) in enumerate(items):
+        if cond is None:
+            raise ValueError(f"piecewise: piece {i} has no condition; only the last piece "
+                             "may go without one (the value everywhere else)")
+        if not isinstance(cond, (E.Compare, E.And, E.Or, E.Not)):
+            raise TypeError(f"piecewise: piece {i}'s condition {cond} is not a comparison "
+                            "(x < 0.5, x > 0 and y > 0)")
+    if otherwise is None:
+        if not items:
+            raise ValueError("piecewise needs at least one value")
+        *items, (_, otherwise) = items
+    out = E.as_expr(otherwise)
+    for cond, value in reversed(items):
+        out = E.Call("where", (cond, E.as_expr(value), out))
+    return out
+
+
+def cells(over: Sequence[E.Coord], edges: Sequence[Sequence[float]], values) -> E.Expr:
+    """A piecewise-constant (or piecewise-expression) coefficient on a table of
+    rectangular cells: ``edges[d]`` are the cell edges along ``over[d]`` and
+    ``values[i][j]...`` the value in cell ``(i, j, ...)`` (numbers or expressions),
+    compiled to nested :func:`where`. Points outside the edges take the nearest cell.
+
+        a = cells((x, y), ([-10, -6, -2, 2, 6, 10],) * 2, a_values)   # 5 x 5 blocks
+    """
+    import numpy as np
+
+    over = _coord_tuple(over) or ()
+    edges = [[float(v) for v in e] for e in edges]
+    if len(edges) != len(over) or not over:
+        raise ValueError(f"cells: give one list of edges per coordinate ({len(over)} "
+                         f"coordinate(s), {len(edges)} list(s))")
+    for c, e in zip(over, edges, strict=True):
+        if len(e) < 2 or any(b <= a for a, b in zip(e, e[1:], strict=False)):
+            raise ValueError(f"cells: the edges along {c.name} must be two or more "
+                             f"increasing numbers, got {e}")
+    table = np.asarray(values, dtype=object)
+    want = tuple(len(e) - 1 for e in edges)
+    if table.shape != want:
+        raise ValueError(f"cells: values have shape {table.shape}; the edges make "
+                         f"{' x '.join(map(str, want))} cells")
+
+    def build(d: int, index: tuple) -> E.Expr:
+        if d == len(over):
+            return E.as_expr(table[index])
+        e = edges[d]
+        out = build(d + 1, index + (len(e) - 2,))
+        for i in range(len(e) - 3, -1, -1):
+            out = E.Call("where", (E.Compare("<", over[d], E.as_expr(e[i + 1])),
+                                   build(d + 1, index + (i,)), out))
+        return out
+
+    return build(0, ())
+
+
+def coefficient(name: str, *, file=None, points=None, values=None, grid=None,
+                over: Sequence[E.Coord] | None = None, interpolation: str = "linear",
+                resample: int | None = None) -> E.Expr:
+    """A coefficient given as data, usable in any expression (``-div(k*grad(u))``) and
+    differentiated like any other (``D(k, x)`` is the interpolant's slope):
+
+        k = pinn.coefficient("k", file="k.dat", over=(x, y))              # x, y, k columns
+        k = pinn.coefficient("k", grid=(xs, ys), values=K, over=(x, y))  # K[len(xs), len(ys)]
+        k = pinn.coefficient("k", points=P, values=v, interpolation="nearest")
+
+    ``file``: a text table (columns: the coordinates, then the value) or an NPZ with
+    ``points`` and ``values``; ``points[N, d]`` with ``values[N]``: the nodes of a
+    tensor grid (any order), or scattered points (``nearest`` only, resampled once on a
+    regular grid of ``resample`` nodes per axis); ``grid`` (one axis per coordinate) with
+    ``values`` on it. ``interpolation``: ``linear`` (multilinear) or ``nearest``. ``over``:
+    the coordinates the columns hold, in order (default: x, y, z up to the table's
+    dimension). See :mod:`pinn.dsl.tables`."""
+    import os
+
+    from pinn.dsl import tables as T
+
+    name = _names(name)[0]
+    given = [k for k, v in (("file", file), ("points", points), ("grid", grid)) if v is not None]
+    if len(given) != 1:
+        raise ValueError(f"coefficient {name!r}: give exactly one of file=, points= (with "
+                         f"values=) or grid= (with values=); got {', '.join(given) or 'none'}")
+    try:
+        if grid is not None:
+            if values is None:
+                raise T.TableError("grid= needs values= on it")
+            table = T.Table(grid, values, interpolation)
+        elif points is not None:
+            if values is None:
+                raise T.TableError("points= needs values=, one per point")
+            table = T.table_from_points(points, values, interpolation, resample=resample)
+        else:
+            if values is not None:
+                raise T.TableError("file= holds the values; drop values=")
+            if not os.path.isfile(file):
+                raise T.TableError(f"no file {str(file)!r}")
+            data, _ = T.read_table(file)
+            if data.shape[1] < 2:
+                raise T.TableError(f"{file} has {data.shape[1]} column; a coefficient table "
+                                   "needs the coordinates and then the value")
+            if over is not None and data.shape[1] != len(tuple(over)) + 1:
+                raise T.TableError(
+                    f"{file} has {data.shape[1]} columns; a coefficient of "
+                    f"({', '.join(c.name for c in over)}) needs {len(tuple(over)) + 1}: the "
+                    "coordinates, then the value")
+            table = T.table_from_points(data[:, :-1], data[:, -1], interpolation,
+                                        resample=resample, source=str(file))
+    except T.TableError as exc:
+        raise ValueError(f"coefficient {name!r}: {exc}") from None
+    if over is None:
+        if table.dim > 3:
+            raise ValueError(f"coefficient {name!r}: a table of {table.dim} coordinates needs "
+                             "over=(...) naming them")
+        over = tuple(E.Coord(n) for n in ("x", "y", "z")[:table.dim])
+    over = _coord_tuple(over)
+    if len(over) != table.dim:
+        raise ValueError(f"coefficient {name!r}: the table has {table.dim} coordinate(s), "
+                         f"over= names {len(over)}")
+    return E.Tabulated(name, table, over)

@@ -411,6 +411,17 @@ def diff(e: E.Expr, c: E.Coord, coords: Sequence[E.Coord] = ()) -> E.Expr:
             return mul(node, add(mul(db, call("log", a)), div(mul(b, da), a)))
         if t is E.Call:
             return _d_call(node, d)
+        if t is E.Tabulated:  # data: the chain rule over its arguments
+            out = E.Number(0)
+            for i, arg in enumerate(node.args):
+                da = d(arg)
+                if _num(da) == 0:
+                    continue
+                orders = list(node.deriv or (0,) * len(node.args))
+                orders[i] += 1
+                out = add(out, mul(E.Tabulated(node.name, node.table, node.args,
+                                               tuple(orders)), da))
+            return out
         if t in (E.Compare, E.And, E.Or, E.Not):
             return E.Number(0)
         if node.is_vector or t in (E.Laplacian, E.Div_, E.Dot, E.Component):

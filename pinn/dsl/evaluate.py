@@ -109,6 +109,8 @@ def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp
             if f == "heaviside":
                 return _heaviside(xp, ev(node.args[0]))
             return getattr(xp, f)(ev(node.args[0]))
+        if t is E.Tabulated:  # a coefficient given as data (pinn.dsl.tables)
+            return node.table([ev(a) for a in node.args], node.deriv or None, xp=xp)
         if t is E.Compare:
             a, b = ev(node.left), ev(node.right)
             if node.op in ("==", "!=") and eq_tol > 0:

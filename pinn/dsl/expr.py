@@ -23,7 +23,7 @@ from typing import Union
 __all__ = [
     "Expr", "Number", "Constant", "Coord", "Field", "Param",
     "Add", "Sub", "Mul", "Div", "Pow", "Neg",
-    "Call", "Compare", "And", "Or", "Not",
+    "Call", "Compare", "And", "Or", "Not", "Tabulated",
     "Derivative", "Laplacian", "Grad", "Div_", "Vector", "Dot", "Component",
     "FUNCTIONS", "COMPARISONS", "as_expr", "ExprLike",
 ]
@@ -366,6 +366,39 @@ class Call(Expr):
 
     def rebuild(self, children):
         return Call(self.func, tuple(children))
+
+
+@dataclass(frozen=True, repr=False)
+class Tabulated(Expr):
+    """A coefficient given as data: ``table`` (a :class:`pinn.dsl.tables.Table`) at the
+    arguments ``args`` (usually coordinates), or its partial derivative of orders
+    ``deriv`` (one per argument; ``()``: the value). ``name`` is how it prints."""
+
+    name: str
+    table: object
+    args: tuple[Expr, ...]
+    deriv: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "deriv", tuple(int(k) for k in self.deriv))
+        dim = getattr(self.table, "dim", None)
+        if dim is not None and len(self.args) != dim:
+            raise ValueError(f"{self.name}: a table of {dim} argument(s) was given "
+                             f"{len(self.args)}")
+        if self.deriv and (len(self.deriv) != len(self.args) or min(self.deriv) < 0):
+            raise ValueError(f"{self.name}: deriv needs one order >= 0 per argument")
+        if self.deriv and not any(self.deriv):
+            object.__setattr__(self, "deriv", ())
+        for a in self.args:
+            if not isinstance(a, Expr) or a.is_vector:
+                raise TypeError(f"{self.name}() takes scalar expressions, got {a!r}")
+
+    def children(self):
+        return self.args
+
+    def rebuild(self, children):
+        return Tabulated(self.name, self.table, tuple(children), self.deriv)
 
 
 @dataclass(frozen=True, repr=False)

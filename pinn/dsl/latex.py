@@ -181,6 +181,14 @@ def latex(e: E.Expr) -> str:
         return "- " + _operand(e.arg, limit)
     if t is E.Call:
         return _call(e)
+    if t is E.Tabulated:  # a coefficient given as data
+        name = latex_name(e.name)
+        if not e.deriv:
+            return name
+        n = sum(e.deriv)
+        den = " ".join(r"\partial " + latex(a) + (f"^{{{k}}}" if k > 1 else "")
+                       for a, k in zip(e.args, e.deriv, strict=True) if k)
+        return r"\frac{\partial" + (f"^{{{n}}}" if n > 1 else "") + " " + name + "}{" + den + "}"
     if t is E.Compare:
         p = _PREC[t]
         left, right = latex(e.left), latex(e.right)

@@ -66,6 +66,13 @@ def to_string(e: E.Expr) -> str:
         return f"{ls} {e.op} {rs}"
     if t is E.Call:
         return f"{e.func}({', '.join(to_string(a) for a in e.args)})"
+    if t is E.Tabulated:  # data prints by its name (what the namespace maps to it)
+        s = e.name
+        if e.deriv:
+            parts = [c if k == 1 else f"{c}, {k}" for c, k in
+                     zip((to_string(a) for a in e.args), e.deriv, strict=True) if k]
+            s = f"D({s}, {', '.join(parts)})"
+        return s
     if t is E.Derivative:
         # runs of one coordinate print with their order: (x, x, y) -> "x, 2, y"
         parts: list[str] = []
