@@ -156,6 +156,9 @@ class Run:
             }
             if ev.has_truth(self.problem):
                 sol.metrics.update(sol.score().metrics())
+                at_points = ev.score_at_points(self.problem, sol.evaluate)
+                if at_points is not None:  # a file reference: scored at its own points too
+                    sol.metrics.update(at_points)
                 if self.problem.ranged:  # a parametric problem: the errors over its ranges
                     sol.metrics["param_grid"] = sol.errors_over_params()
             why = "; ".join(w for w in (gave_up, divergence(sol.history,
@@ -271,6 +274,7 @@ def fem_run(problem, *, cells: int = 64, element: str = "P2", dt: float | None =
              **(metrics or {})}
     score = ev.score(problem, sol.evaluate, resolution=resolution)
     facts.update(score.metrics())
+    facts.update(ev.score_at_points(problem, sol.evaluate) or {})
     if out_dir is not None:
         sol.save(out_dir)
         facts = write_run(out_dir, problem, score, facts, snapshots=snapshots, method="FEM",

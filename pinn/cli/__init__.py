@@ -224,7 +224,10 @@ def _remove_new_folder(path: Path | None) -> None:
 
 def _errors_line(m: dict) -> str:
     errs = ", ".join(f"{k} {v:.3e}" for k, v in (m.get("rel_l2") or {}).items())
-    return f"; relative L2: {errs}" if errs else ""
+    at = ", ".join(f"{k} {v:.3e}" for k, v in (m.get("rel_l2_ref_points") or {}).items())
+    if at:  # a file reference: its own points are the score that counts (PINNacle's L2RE)
+        at = f"; at the reference's {m.get('ref_points')} points: {at}"
+    return (f"; relative L2: {errs}" if errs else "") + at
 
 
 def _load_run(run_dir: Path):

@@ -612,10 +612,23 @@ def build_reference(ctx: Context, r: S.ReferenceSpec):
         full = r.file if os.path.isabs(r.file) else os.path.join(ctx.base_dir, r.file)
         if not os.path.isfile(full):
             raise ctx.error(path, f"no reference file {r.file!r} (looked for {full})")
+        names = [c.name for c in ctx.coords]
         try:
-            return FileReference(full)
+            if full.endswith((".dat", ".txt", ".csv")):  # PINNacle's / COMSOL's tables
+                ref = FileReference.from_table(full, names, [f.name for f in ctx.fields])
+            else:
+                ref = FileReference(full)
         except (OSError, ValueError) as exc:
-            raise ctx.error(path, f"cannot read {r.file}: {exc}") from None
+            msg = str(exc).replace(full + ": ", "").replace(full, r.file)
+            raise ctx.error(path, f"cannot read {r.file}: {msg}") from None
+        if ref.points.shape[1] != len(names):
+            raise ctx.error(path, f"{r.file} has points of {ref.points.shape[1]} coordinate(s); "
+                            f"this problem has {len(names)} ({', '.join(names)})")
+        unknown = [k for k in ref.values if k not in {f.name for f in ctx.fields}]
+        if unknown:
+            raise ctx.error(path, f"{r.file} holds values of {', '.join(unknown)}, which are "
+                            f"not fields of this problem ({', '.join(f.name for f in ctx.fields)})")
+        return ref
     make, reals, ints = references()[kind]
     options = r.args or {}
     ctx.check_options(path, options, reals | ints)

@@ -143,10 +143,10 @@ def grid_axes(points: np.ndarray, values: np.ndarray, *, decimals: int = 10):
     points = np.asarray(points, dtype=np.float64)
     n, d = points.shape
     keys, axes = [], []
-    for j in range(d):
+    for j in range(d):  # nodes equal to ``decimals`` places are one; the axis keeps a value
         col = np.round(points[:, j], decimals)
-        ax, inv = np.unique(col, return_inverse=True)
-        axes.append(ax)
+        _, first, inv = np.unique(col, return_index=True, return_inverse=True)
+        axes.append(points[first, j])
         keys.append(inv.reshape(-1))
     shape = tuple(len(a) for a in axes)
     if int(np.prod(shape)) != n or any(s < 2 for s in shape):

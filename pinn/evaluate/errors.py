@@ -18,7 +18,7 @@ from pinn.evaluate.grid import (
 from pinn.evaluate.truth import Truth, truth
 
 __all__ = ["field_errors", "up_to_constant", "Score", "score", "predict_in_chunks",
-           "score_over_params"]
+           "score_over_params", "score_at_points"]
 
 CHUNK = 65_536
 _DIFFERENTIATED = (E.Derivative, E.Laplacian, E.Grad, E.Div_)
@@ -164,3 +164,22 @@ def score_over_params(problem, predict: Callable, n: int = 9, resolution=None,
         s = score(problem, predict, grid, params=values)
         rows.append({**values, "rel_l2": s.rel_l2, "max_abs_error": s.max_abs_error})
     return rows
+
+
+def score_at_points(problem, predict: Callable) -> dict | None:
+    """The errors at the reference's own points (a reference with ``points`` and
+    ``values``, such as :class:`~pinn.reference.FileReference`), with nothing
+    interpolated: ``{"rel_l2_ref_points": {field: e}, "max_abs_error_ref_points": {field:
+    e}, "ref_points": N}``; the relative L2 error is PINNacle's L2RE,
+    ``sqrt(sum (u - u_ref)^2) / sqrt(sum u_ref^2)`` over the file's points (with the
+    up-to-constant rule). None without such a reference, or for a parametric problem."""
+    ref = problem.reference
+    points, values = getattr(ref, "points", None), getattr(ref, "values", None)
+    if points is None or not isinstance(values, Mapping) or problem.ranged:
+        return None
+    points = np.asarray(points, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] != len(problem.inputs):
+        return None
+    errs = field_errors(predict_in_chunks(predict, points), values, up_to_constant(problem))
+    return {"rel_l2_ref_points": errs["rel_l2"],
+            "max_abs_error_ref_points": errs["max_abs_error"], "ref_points": len(points)}

@@ -146,6 +146,11 @@ def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple
             lines += [f"Determined up to a constant, compared after removing the mean: "
                       f"{', '.join(metrics['up_to_constant'])}.", ""]
         lines += _param_grid_lines(metrics)
+        at = metrics.get("rel_l2_ref_points") or {}
+        if at:
+            lines += [f"At the reference's own {metrics.get('ref_points', '?')} points (nothing "
+                      "interpolated; PINNacle's L2RE): relative L2 "
+                      + ", ".join(f"{f} {_fmt(v)}" for f, v in at.items()) + ".", ""]
     else:
         lines += ["No exact solution or reference: no errors reported.", ""]
     facts = [("steps", "steps"), ("training time (s)", "train_seconds"),
