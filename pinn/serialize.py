@@ -37,6 +37,11 @@ The problem as data (:func:`problem_to_data`)::
 
 (a ranged parameter of a parametric problem is ``{"name": "alpha", "range": [0.01, 0.1]}``)
 
+A problem with coefficients given as data (``pinn.coefficient``, ``coefficients: {k: {file:
+...}}``, initial values from a file) adds the optional key ``coefficients``: ``[{"name": "k",
+"args": ["x", "y"], "axes": [{"$array": ...}, ...], "values": {"$array": ...}, "method":
+"linear", "source": "k.dat"}]``, read before the expressions, which name them.
+
 Values are JSON numbers, strings, booleans, null and lists, and three tagged
 objects: ``{"$expr": TEXT}`` (an expression in the PDE language, read by the safe
 parser :func:`pinn.dsl.parse` with the problem's names), ``{"$array": KEY}`` (an
@@ -217,8 +222,10 @@ def problem_to_data(problem, *, prefix: str = "problem") -> tuple[dict, dict[str
     class, a reference that is a Python function)."""
     from pinn.dsl import Namespace
 
+    tabulated = _tabulated(problem)
     try:
-        ns = Namespace.of(problem)
+        ns = Namespace({**{n.name: n for n in (*problem.coords, *problem.fields,
+                                                 *problem.params)}, **tabulated})
     except (TypeError, ValueError) as exc:
         raise NotData(f"{prefix}: the problem's names do not make a namespace ({exc})") from None
     w = _Writer({}, problem, ns)
@@ -241,7 +248,44 @@ def problem_to_data(problem, *, prefix: str = "problem") -> tuple[dict, dict[str
         "reference": (None if problem.reference is None else
                       w.object(problem.reference, f"{prefix}/reference", "reference")),
     }
+    if tabulated:  # coefficients given as data: their tables, read back before the rest
+        data["coefficients"] = [
+            {"name": name, "args": [w.expr(a, f"{prefix}/coefficients/{name}/args")
+                                    for a in node.args],
+             **w.value(node.table.to_data(), f"{prefix}/coefficients/{name}", "domain")}
+            for name, node in tabulated.items()]
     return data, w.arrays
+
+
+def _tabulated(problem) -> dict:
+    """The coefficients given as data (:class:`~pinn.dsl.expr.Tabulated` values) that the
+    problem's expressions use, by name; two different tables of one name are not data."""
+    from pinn.dsl.calculus import walk
+
+    found: dict = {}
+
+    def visit(v):
+        if isinstance(v, E.Expr):
+            for node in walk(v):
+                if isinstance(node, E.Tabulated) and not node.deriv:
+                    old = found.setdefault(node.name, node)
+                    if old != node:
+                        raise NotData(f"two different tables are both named {node.name!r}")
+        elif isinstance(v, Mapping):
+            for x in v.values():
+                visit(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                visit(x)
+
+    visit(list(problem.equations.values()))
+    visit(list(problem.exact.values()))
+    for c in problem.conditions.values():
+        try:
+            visit(c.to_data())
+        except NotImplementedError:
+            pass
+    return found
 
 
 # ---------------------------------------------------------------------------
@@ -335,6 +379,20 @@ def _param(p, where: str) -> E.Param:
     return E.Param(p["name"], p["value"], p.get("learnable", False))
 
 
+def _coefficient(r: _Reader, c, where: str) -> tuple[str, E.Expr]:
+    """``(name, Tabulated node)`` of one saved coefficient given as data."""
+    from pinn.dsl.tables import Table
+
+    if not (isinstance(c, Mapping) and isinstance(c.get("name"), str)
+            and isinstance(c.get("args"), list)):
+        raise ValueError(f"{where}: expected {{\"name\": ..., \"args\": [...], \"axes\": "
+                         f"[...], \"values\": ...}}, got {c!r}")
+    table = Table.from_data({k: r.value(v, f"{where}/{k}", "domain") for k, v in c.items()
+                             if k in ("axes", "values", "method", "source")})
+    args = tuple(r.expr(a, f"{where}/args") for a in c["args"])
+    return c["name"], E.Tabulated(c["name"], table, args)
+
+
 def problem_from_data(d: Mapping, arrays: Mapping[str, np.ndarray] | None = None, *,
                       prefix: str = "problem"):
     """The :class:`~pinn.Problem` that :func:`problem_to_data` wrote (``arrays``: the
@@ -353,6 +411,14 @@ def problem_from_data(d: Mapping, arrays: Mapping[str, np.ndarray] | None = None
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{prefix}: {exc}") from None
     r = _Reader(arrays or {}, ns)
+    if d.get("coefficients"):  # tables first: the expressions below name them
+        table = {n.name: n for n in (*coords, *fields, *params)}
+        for i, c in enumerate(d["coefficients"]):
+            table.update([_coefficient(r, c, f"{prefix}/coefficients/{i}")])
+        try:
+            r = _Reader(arrays or {}, Namespace(table))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{prefix}/coefficients: {exc}") from None
 
     def exprs(key: str) -> dict[str, E.Expr]:
         table = d.get(key) or {}

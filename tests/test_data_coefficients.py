@@ -318,3 +318,17 @@ def test_fem_evaluates_a_data_coefficient_at_its_quadrature_points(tmp_path):
         errs.append(fem.solve(prob, cells=16).errors()["rel_l2"]["u"])
     assert errs[0] < 2e-2
     assert errs[0] == pytest.approx(errs[1], rel=1e-6)
+
+
+def test_a_problem_with_data_coefficients_saves_as_data(tmp_path):
+    """The run format keeps the tables (arrays in params.npz), so a run reloads."""
+    from pinn.config import load
+    from pinn.serialize import problem_from_data, problem_to_data
+
+    _tables(tmp_path)
+    p = load(_write(tmp_path, PROBLEM)).problem
+    data, arrays = problem_to_data(p)
+    assert [c["name"] for c in data["coefficients"]] == ["k", "u0"]
+    back = problem_from_data(data, arrays)
+    assert back.equations == p.equations
+    assert back.conditions["start"].values == p.conditions["start"].values
