@@ -175,8 +175,8 @@ def _check_hard(ctx: Context, problem) -> None:
 
 def _names_and_equations(ctx: Context, spec: S.ProblemSpec, dim: int) -> dict:
     _coords_fields(ctx, spec, dim)
-    _coefficients(ctx, spec)
     _definitions(ctx, spec)
+    _coefficients(ctx, spec)  # after define: a piecewise value may use a definition
     return {name: ctx.expr(text, ("equations", name), what="equation", allow_equals=True)
             for name, text in spec.equations.items()}
 
@@ -344,8 +344,8 @@ def _coefficients(ctx: Context, spec: S.ProblemSpec) -> None:
             raise ctx.error(path, f"'{name}' is a built-in name of the PDE language; choose "
                             "another name")
         if name in ctx.namespace:
-            raise ctx.error(path, f"'{name}' is already declared (a coordinate, field or "
-                            "parameter); choose another name")
+            raise ctx.error(path, f"'{name}' is already declared (a coordinate, field, "
+                            "parameter or definition); choose another name")
         kind = c.kind
         if kind == "file":
             node = file_table(ctx, spec, name, c, path)
