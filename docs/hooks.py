@@ -28,6 +28,9 @@ VALIDATED = {
     "_names": "names (a list, or one text: `x y t`)",
     "_expr_like": "number or expression",
     "_expr_text": "expression",
+    "_initial_value": ("number, expression, or a table file `{file: u0.dat, interpolation: "
+                       "linear|nearest, coords: [x, y], resample: 256}` (the options of "
+                       "[CoefficientSpec](#coefficientspec))"),
     "_periods": "names, or a mapping name → period",
     "_devices": "`all` or a device count",
     "_on": "boundary part name, list of names, or a predicate (`x == 0`)",

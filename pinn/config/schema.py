@@ -953,7 +953,9 @@ class ReferenceSpec(OneOf):
 
 class ProblemSpec(Strict):
     """A whole problem file.  ``define`` names expressions of the coordinates and
-    parameters (``r: "sqrt(x^2 + y^2)"``) that later expressions may use."""
+    parameters (``r: "sqrt(x^2 + y^2)"``) that later expressions may use; ``coefficients``
+    names coefficients given as data or piecewise (``k: {file: k.dat}``), usable in every
+    expression after them."""
 
     name: RunName | None = None
     description: str | None = None
@@ -967,6 +969,7 @@ class ProblemSpec(Strict):
     exact: dict[Name, ExprLike] | None = None
     reference: ReferenceSpec | None = None
     # no model: a 3 x 30 tanh MLP, the size the default (second-order) recipe is made for
+    coefficients: dict[Name, CoefficientSpec] = {}
     model: ModelSpec = Field(default_factory=lambda: ModelSpec(mlp=MLPArgs(width=30, depth=3)))
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
