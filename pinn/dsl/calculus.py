@@ -413,12 +413,14 @@ def diff(e: E.Expr, c: E.Coord, coords: Sequence[E.Coord] = ()) -> E.Expr:
             return _d_call(node, d)
         if t is E.Tabulated:  # data: the chain rule over its arguments
             out = E.Number(0)
+            if getattr(node.table, "method", None) == "nearest":
+                return out  # piecewise constant: every derivative is zero
             for i, arg in enumerate(node.args):
                 da = d(arg)
-                if _num(da) == 0:
-                    continue
                 orders = list(node.deriv or (0,) * len(node.args))
                 orders[i] += 1
+                if _num(da) == 0 or orders[i] > 1:  # multilinear: linear along each axis
+                    continue
                 out = add(out, mul(E.Tabulated(node.name, node.table, node.args,
                                                tuple(orders)), da))
             return out
