@@ -126,18 +126,18 @@ def test_heat2d_through_every_command(capsys, tmp_path):
     assert rc == 0, err
     assert (run_dir / "field_u.png").exists()
 
-    # compare with a small FEM run: one table, error maps side by side
+    # compare with a short FEM refinement study: the matched rows, error maps, Pareto plot
     cmp_dir = tmp_path / "cmp"
     rc, out, err = run(capsys, "compare", HEAT, "--pinn", run_dir, "--out", cmp_dir,
-                       "--set", "fem.cells=6", "--set", "fem.dt=0.1",
+                       "--elements", "P1", "--max-level-seconds", "0.5",
                        "--set", "evaluation.resolution=9", "--set", "evaluation.snapshots=2")
     assert rc == 0, err
     table = (cmp_dir / "compare.md").read_text()
-    assert "| PINN |" in table and "| FEM |" in table
-    for f in ("compare.png", "errors_u.png", "compare.json"):
+    assert "| PINN |" in table and "| FEM at equal accuracy: P1, " in table
+    for f in ("compare.png", "errors_u.png", "compare.json", "study.json", "pareto.png"):
         assert (cmp_dir / f).exists()
-    fem_m = json.loads((cmp_dir / "fem" / "metrics.json").read_text())
-    assert fem_m["dofs"] > 0 and fem_m["rel_l2"]["u"] < 0.2
+    study = json.loads((cmp_dir / "study.json").read_text())
+    assert study["levels"][0]["dofs"] > 0 and study["levels"][0]["rel_l2"]["u"] < 0.2
 
 
 @pytest.mark.slow

@@ -251,8 +251,9 @@ def _run_config(run_dir: Path) -> dict:
     return (yaml.safe_load(p.read_text(encoding="utf-8")) or {}) if p.exists() else {}
 
 
-def _subcommand(args: list[str]) -> None:
-    """Run ``pinn ARGS`` in a child process; its errors become ours."""
+def _subcommand(args: list[str], *, show: bool = False) -> None:
+    """Run ``pinn ARGS`` in a child process; its errors become ours. ``show``: its output
+    (progress lines) goes to ours."""
     import subprocess
 
     proc = subprocess.run([sys.executable, "-m", "pinn.cli", *args], stdout=subprocess.DEVNULL,

@@ -93,40 +93,108 @@ def fem(
 
 @app.command(epilog=_examples(
     "pinn compare problems/heat2d.yaml",
-    "pinn compare problems/heat2d.yaml --pinn runs/heat2d --fem runs/heat2d-fem",
-    "pinn compare problems/poisson2d.yaml --set training.stages.0.steps=500"))
+    "pinn compare problems/poisson2d.yaml --pinn runs/poisson2d",
+    "pinn compare problems/burgers1d.yaml --elements P2,P3 --max-level-seconds 60"))
 def compare(
     file: FileArg,
     pinn_run: Annotated[Path | None, typer.Option("--pinn", help="A finished `pinn solve` "
                                                   "run (default: train one now).")] = None,
-    fem_run: Annotated[Path | None, typer.Option("--fem", help="A finished `pinn fem` run "
-                                                 "(default: solve now).")] = None,
+    fem_run: Annotated[Path | None, typer.Option("--fem", help="A finished `pinn fem` run, "
+                                                 "shown as one more row.")] = None,
+    elements: Annotated[str, typer.Option(help="The FEM elements of the refinement study, "
+                                          "comma-separated.")] = "P1,P2,P3",
+    max_level_seconds: Annotated[float | None, typer.Option(
+        help="Stop refining an element when its next solve would take longer (s; default: "
+             "the larger of 120 s and 1.5x the PINN's time).")] = None,
     out: Annotated[Path | None, _out_opt("runs/<name>-compare")] = None,
     set_: SetOpt = None,
     quiet: QuietOpt = False,
 ):
-    """PINN against FEM on one problem: a Markdown + PNG table and error maps side by side."""
-    built = _load(file, _overrides(set_))
-    _fresh(out, "pinn compare")
+    """PINN against FEM at equal accuracy and at equal time.
+
+    Trains the PINN (or reads --pinn), then refines the FEM baseline (P1-P3 on finer and
+    finer meshes; evolution problems: the time step follows the cell size) and reports the
+    cheapest FEM at least as accurate as the PINN and the most accurate FEM within the
+    PINN's training time, with a Pareto plot of error against wall time (pareto.png)."""
+    from pinn import fem as F
     from pinn import io
 
+    sets_in = _overrides(set_)
+    built = _load(file, sets_in)
+    chosen = [e.strip().upper() for e in elements.split(",") if e.strip()]
+    bad = [e for e in chosen if e not in ("P1", "P2", "P3", "P4")]
+    if bad or not chosen:
+        raise UserError(f"--elements {elements!r}: use P1, P2, P3 or P4, comma-separated "
+                        "(e.g. --elements P2,P3)")
+    if max_level_seconds is not None and not max_level_seconds > 0:
+        raise UserError(f"--max-level-seconds must be > 0, got {max_level_seconds}")
+    from pinn import evaluate as ev
+
+    if not ev.has_truth(built.problem):
+        raise UserError(f"{built.name}: pinn compare measures both methods against the truth; "
+                        "give the problem an exact solution (exact:) or a reference "
+                        "(reference:)")
+    if built.problem.ranged:
+        first = built.problem.ranged[0]
+        raise UserError(f"{built.name} is parametric: compare one parameter value (e.g. --set "
+                        f"params.{first.name}={first.range[0]}), or see "
+                        "benchmarks/surrogate.py for the many-query comparison")
+    try:
+        F.translate(built.problem, 2)
+    except F.UnsupportedProblem as exc:
+        raise UserError(f"{built.name}: the FEM baseline cannot solve this problem: {exc}"
+                        ) from None
+    _fresh(out, "pinn compare")
     out_dir = _user(io.run_folder, out, built.name, False, "-compare")
     out_dir.mkdir(parents=True, exist_ok=True)
-    # each method runs in its own process, so that its wall time and peak memory are its own
     sets = [a for item in (set_ or []) for a in ("--set", item)]
     if pinn_run is None:
         pinn_run = out_dir / "pinn"
+        if not any(s.split("=", 1)[0].strip() == "training.eval_every" for s in sets_in):
+            total = sum(st.steps for st in built.spec.training.stages)
+            sets += ["--set", f"training.eval_every={max(10, total // 50)}"]  # the curve
         _out(f"training the PINN -> {pinn_run}", quiet)
-        _subcommand(["solve", str(file), "--out", str(pinn_run), "--quiet", *sets])
-    if fem_run is None:
-        fem_run = out_dir / "fem"
-        _out(f"solving with FEM -> {fem_run}", quiet)
-        _subcommand(["fem", str(file), "--out", str(fem_run), "--quiet", *sets])
-    from pinn.report.compare import write_comparison
+        # its own process, so that its wall time is its own
+        _subcommand(["solve", str(file), "--out", str(pinn_run), *sets,
+                     *(["--quiet"] if quiet else [])], show=not quiet)
+    elif not (pinn_run / "metrics.json").is_file():
+        raise UserError(f"--pinn {pinn_run}: no metrics.json there; give a finished "
+                        "`pinn solve` run folder")
+    import json
 
-    table = write_comparison(out_dir, built.problem, {"PINN": pinn_run, "FEM": fem_run},
-                             resolution=built.spec.evaluation.resolution,
-                             snapshots=min(built.spec.evaluation.snapshots, 3))
+    from pinn.fem.study import refine, worst
+
+    m = json.loads((pinn_run / "metrics.json").read_text())
+    err, secs = worst(m.get("rel_l2")), float(m.get("wall_seconds") or 0.0)
+    _out(f"PINN: rel. L2 {err:.3e} in {secs:.3g} s; refining FEM ({', '.join(chosen)})", quiet)
+    res = built.spec.evaluation.resolution
+    keep: dict = {}
+
+    def shown(lv):
+        _out(f"  FEM {lv.label}: {lv.dofs} dofs, {lv.seconds:.3g} s, rel. L2 {lv.error:.3e}",
+             quiet)
+
+    cap = max(120.0, 1.5 * secs) if max_level_seconds is None else max_level_seconds
+    study = refine(built.problem, elements=chosen, target_error=err, budget_seconds=secs,
+                   max_level_seconds=cap, resolution=res, progress=shown)
+    if not study.levels:
+        raise UserError(f"{built.name}: no FEM level could be solved: "
+                        + "; ".join(f"{k}: {v}" for k, v in study.stopped.items()))
+    from pinn.report.compare import matched_verdict, write_matched_comparison
+
+    verdict = matched_verdict(study, err, secs)
+    for key, what in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time")):
+        lv = verdict[key]
+        if lv is not None and (lv["element"], lv["cells"]) not in keep:
+            keep[(lv["element"], lv["cells"])] = (f"FEM at {what}",
+                                                  study.values[(lv["element"], lv["cells"])])
+    preds = dict(keep.values())
+    table = write_matched_comparison(out_dir, built.problem, pinn_run, study, preds,
+                                     resolution=res,
+                                     snapshots=min(built.spec.evaluation.snapshots, 3),
+                                     runs={"FEM (given run)": fem_run} if fem_run else None)
+    for line in verdict["sentences"]:
+        _out(line, quiet)
     _out(table, quiet)
-    _out(f"report: {out_dir / 'compare.md'}", quiet)
+    _out(f"report: {out_dir / 'compare.md'} (Pareto plot: {out_dir / 'pareto.png'})", quiet)
     return EXIT_OK

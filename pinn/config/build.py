@@ -242,7 +242,11 @@ def _params(ctx: Context, spec: S.ProblemSpec) -> dict[str, E.Param]:
                                 f"{'itself' if who == name else 'defined later'}; a parameter "
                                 "may use only the parameters above it")
         if p.range is not None:  # a parametric problem: the parameter is a network input
-            out[name] = param(name, range=tuple(p.range))
+            lo, hi = (ctx.number(b, path + ("range", j), what=f"the range of {name}")
+                      for j, b in enumerate(p.range))
+            if not lo < hi:
+                raise ctx.error(path + ("range",), f"range needs lo < hi, got [{lo:g}, {hi:g}]")
+            out[name] = param(name, range=(lo, hi))
         else:
             v = ctx.number(p.value, path, what=f"parameter {name}")
             out[name] = param(name, v, learnable=p.learnable)
@@ -634,7 +638,14 @@ def build_reference(ctx: Context, r: S.ReferenceSpec):
     ctx.check_options(path, options, reals | ints)
     if len(ctx.coords) != 2:
         raise ctx.error(path, f"the {kind} reference is for 1D problems in (x, t)")
-    opts = {k: ctx.number(v, path + (k,), what=k) for k, v in options.items()}
+    ranged = {k: v for k, v in options.items()
+              if isinstance(v, str) and v.strip() in ctx.params
+              and ctx.params[v.strip()].range is not None}
+    if ranged and kind != "burgers":
+        raise ctx.error(path + (next(iter(ranged)),), f"the {kind} reference takes fixed "
+                        "values; a ranged parameter is supported only as burgers' nu")
+    opts = {k: None if k in ranged else ctx.number(v, path + (k,), what=k)
+            for k, v in options.items()}
     return make(ctx.fields[0].name, {k: int(v) if k in ints else v for k, v in opts.items()})
 
 

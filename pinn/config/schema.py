@@ -252,54 +252,6 @@ class OneOf(Strict):
         return getattr(self, self.kind)
 
 
-# ---------------------------------------------------------------------------
-# parameters
-
-
-class ParamSpec(Strict):
-    """A parameter: ``alpha: 0.05``, ``lam: "Re/2 - sqrt(Re^2/4 + 4*pi^2)"`` (earlier
-    parameters only), ``nu: {value: 0.05, learnable: true}``, or ranged (a parametric
-    problem: an input of the network, one training for the whole range)
-    ``alpha: {range: [0.01, 0.1]}``."""
-
-    value: ExprLike | None = None
-    learnable: Bool = False
-    range: Annotated[list[Number], Field(min_length=2, max_length=2)] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _scalar(cls, data: Any) -> Any:
-        return data if isinstance(data, dict) else {"value": data}
-
-    @model_validator(mode="after")
-    def _value_or_range(self):
-        if self.range is not None:
-            if self.value is not None or self.learnable:
-                raise PydanticCustomError(
-                    "param_range", "give either a value (learnable or not) or a range "
-                    "[lo, hi], not both")
-            lo, hi = self.range
-            if not lo < hi:
-                raise PydanticCustomError(
-                    "param_range", "range needs lo < hi, got [{lo}, {hi}]", {"lo": lo, "hi": hi})
-        elif self.value is None:
-            raise PydanticCustomError(
-                "param_value", "give a value (alpha: 0.05) or a range (alpha: {{range: "
-                "[0.01, 0.1]}})")
-        return self
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler):
-        out = handler(self)
-        if self.range is not None:
-            return {"range": out["range"]}
-        return out if self.learnable else out["value"]
-
-
-# ---------------------------------------------------------------------------
-# geometry
-
-
 def _bound(v: Any):
     """A coordinate or size of a shape: a number, or an expression of numbers, parameters
     and ``pi`` (``"2*pi"``), evaluated when the shape is built."""
@@ -320,6 +272,56 @@ def _positive_bound(v: Any):
 #: a number or an expression of constants (the geometry constructor checks the value)
 Bound = Annotated[Any, BeforeValidator(_bound)]
 PositiveBound = Annotated[Any, BeforeValidator(_positive_bound)]
+
+
+# ---------------------------------------------------------------------------
+# parameters
+
+
+class ParamSpec(Strict):
+    """A parameter: ``alpha: 0.05``, ``lam: "Re/2 - sqrt(Re^2/4 + 4*pi^2)"`` (earlier
+    parameters only), ``nu: {value: 0.05, learnable: true}``, or ranged (a parametric
+    problem: an input of the network, one training for the whole range)
+    ``alpha: {range: [0.01, 0.1]}``."""
+
+    value: ExprLike | None = None
+    learnable: Bool = False
+    range: Annotated[list[Bound], Field(min_length=2, max_length=2)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar(cls, data: Any) -> Any:
+        return data if isinstance(data, dict) else {"value": data}
+
+    @model_validator(mode="after")
+    def _value_or_range(self):
+        if self.range is not None:
+            if self.value is not None or self.learnable:
+                raise PydanticCustomError(
+                    "param_range", "give either a value (learnable or not) or a range "
+                    "[lo, hi], not both")
+            lo, hi = self.range  # expressions ("0.01/pi") are checked when built
+            if not isinstance(lo, str) and not isinstance(hi, str) and not lo < hi:
+                raise PydanticCustomError(
+                    "param_range", "range needs lo < hi, got [{lo}, {hi}]", {"lo": lo, "hi": hi})
+        elif self.value is None:
+            raise PydanticCustomError(
+                "param_value", "give a value (alpha: 0.05) or a range (alpha: {{range: "
+                "[0.01, 0.1]}})")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler):
+        out = handler(self)
+        if self.range is not None:
+            return {"range": out["range"]}
+        return out if self.learnable else out["value"]
+
+
+# ---------------------------------------------------------------------------
+# geometry
+
+
 
 #: the shape of any dimension to name when a 2-D one gets another number of coordinates
 _ANY_DIM = {"rectangle": "box", "disk": "ball"}

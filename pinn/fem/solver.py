@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pinn.fem.assemble import Discretisation
+from pinn.fem.assemble import Discretisation, FactorCache
 from pinn.fem.mesh import build_mesh
 from pinn.fem.solution import FEMSolution
 from pinn.fem.weakform import UnsupportedProblem, translate
@@ -42,18 +42,20 @@ def _degree(element) -> int:
 
 
 def _newton(disc: Discretisation, U: np.ndarray, F, J, newton: Newton, what: str,
-            linear: bool, solve_with=None, reuse: dict | None = None):
+            linear: bool, solve_with=None, reuse: dict | None = None,
+            factors: FactorCache | None = None):
     """Solve ``F(U) = 0`` on the free dofs from ``U`` (whose fixed dofs are already set).
 
     ``J(U)`` returns the Jacobian's values on the discretisation's sparsity
     pattern; ``solve_with``: a factorisation to reuse (linear problems).
     ``reuse``: a dict that keeps the last factorisation between calls (time
     steps); it is used while it reduces the residual at least twofold per
-    iteration, and refreshed otherwise (a chord/Newton hybrid).
+    iteration, and refreshed otherwise (a chord/Newton hybrid). ``factors``: a
+    :class:`FactorCache` that a linear solve takes its factorisation from.
     """
     if linear:
         if solve_with is None:
-            solve_with = disc.factor(J(U))
+            solve_with = disc.factor(J(U), factors)
         return U - solve_with(F(U)), 1
     r = F(U)
     rnorm = disc.residual_norm(r)
@@ -102,7 +104,7 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
           refine: int | None = None, mesh=None, element: str | int = "P1",
           dt: float | None = None, theta: float = 0.5, steps: int | None = None,
           startup: int = 0, store_every: int | None = None, newton: Newton = Newton(),
-          intorder: int | None = None) -> FEMSolution:
+          intorder: int | None = None, factors: FactorCache | None = None) -> FEMSolution:
     """Solve ``problem`` with continuous Lagrange finite elements.
 
     Mesh: ``cells`` (cells along the longest side), ``h`` (target size),
@@ -116,7 +118,9 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
     Euler half-steps damp the start for rough data (Rannacher).  One LU
     factorisation is reused when the operator does not change in time.
     ``store_every``: keep every n-th step (default: all steps while they fit
-    in ~400 MB).
+    in ~400 MB).  ``factors``: a :class:`~pinn.fem.FactorCache` shared by many
+    solves on one ``mesh`` (parametric queries): a linear operator equal to one
+    already factorised is not factorised again.
 
     Raises :class:`~pinn.fem.UnsupportedProblem` for equations outside the
     supported classes and :class:`NewtonError` if Newton's method fails.
@@ -145,14 +149,14 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
         if not wf.linear:
             U0 = disc.harmonic_lift(U0)
         U, its = _newton(disc, U0, disc.residual, disc.jacobian_data, newton,
-                         f"{problem.name} (steady)", wf.linear)
+                         f"{problem.name} (steady)", wf.linear, factors=factors)
         info["newton_iterations"] = its
         U = _zero_means(disc, U)
         snapshots, times = U[None, :], None
     else:
         snapshots, times = _evolve(problem, disc, wf, dt=dt, theta=theta, steps=steps,
                                    startup=startup, store_every=store_every, newton=newton,
-                                   info=info)
+                                   info=info, factors=factors)
     seconds = _time.perf_counter() - t_start
     return FEMSolution(
         mesh, problem.field_names, {f.name: k for f, k in wf.degree.items()}, snapshots,
@@ -200,7 +204,7 @@ def _warn_natural(problem, wf, disc: Discretisation) -> None:
 
 
 def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, store_every, newton,
-            info):
+            info, factors=None):
     tI = problem.time
     t0, t1 = float(tI.t0), float(tI.t1)
     T = t1 - t0
@@ -232,7 +236,7 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
     K = disc.jacobian_data(U, t0) if const_op else None
     Kmat = disc.matrix(K) if const_op else None
     r0_cache = None
-    factors: dict = {}
+    step_factors: dict = {}
     reuse: dict = {}
     total_its = 0
 
@@ -271,9 +275,9 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         solve_with = None
         if const_op and mass_const:
             key = (h, th)
-            if key not in factors:
-                factors[key] = disc.factor(J(Ug))
-            solve_with = factors[key]
+            if key not in step_factors:
+                step_factors[key] = disc.factor(J(Ug), factors)
+            solve_with = step_factors[key]
         if reuse.get("key") != (h, th):
             reuse.clear()
             reuse["key"] = (h, th)

@@ -86,10 +86,12 @@ class Burgers:
     """Burgers 1D reference as a ``Problem.reference``: ``ref(points[N, 2]) -> {"u": u[N]}``.
 
     Columns of ``points`` are ``(x, t)``.  See :func:`burgers` for the
-    method and its accuracy (< 1e-14 against adaptive quadrature).
+    method and its accuracy (< 1e-14 against adaptive quadrature).  ``nu=None``: the
+    viscosity is a ranged parameter (a parametric problem), read from a third column
+    ``(x, t, nu)``.
     """
 
-    nu: float = NU
+    nu: float | None = NU
     n_nodes: int = 200
     field: str = "u"
 
@@ -102,8 +104,16 @@ class Burgers:
 
     def __call__(self, points) -> dict[str, np.ndarray]:
         p = np.asarray(points, dtype=np.float64)
-        if p.ndim != 2 or p.shape[1] != 2:
-            raise ValueError(
-                f"Burgers reference takes points[N, 2] with columns (x, t), got shape {p.shape}"
-            )
-        return {self.field: self.u(p[:, 0], p[:, 1])}
+        cols = 2 if self.nu is not None else 3
+        if p.ndim != 2 or p.shape[1] != cols:
+            names = "(x, t)" if cols == 2 else "(x, t, nu)"
+            raise ValueError(f"Burgers reference takes points[N, {cols}] with columns {names}, "
+                             f"got shape {p.shape}")
+        if self.nu is not None:
+            return {self.field: self.u(p[:, 0], p[:, 1])}
+        out = np.empty(p.shape[0])
+        values, which = np.unique(p[:, 2], return_inverse=True)
+        for i, nu in enumerate(values):  # one quadrature per viscosity (a grid per value)
+            sel = which == i
+            out[sel] = burgers(p[sel, 0], p[sel, 1], float(nu), n_nodes=self.n_nodes)
+        return {self.field: out}

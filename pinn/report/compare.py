@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -80,20 +82,10 @@ def markdown_table(header, rows) -> str:
     return "\n".join(lines)
 
 
-def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=None,
-                     snapshots: int = 3) -> str:
-    """Write ``compare.md`` (and ``compare.html``, the same page with its images inlined),
-    ``compare.png``, ``compare.json`` and ``errors_<field>.png``."""
-    out_dir = Path(out_dir)
-    rows = comparison_rows(runs)
-    table = markdown_table(HEADER, rows)
-    plots.table_figure(HEADER, rows, out_dir / "compare.png",
-                       title=f"{getattr(problem, 'name', '')}: PINN vs FEM")
-    grid = ev.evaluation_grid(problem, resolution)
-    truth = ev.truth(problem, grid.points)
+def _error_maps(out_dir: Path, problem, grid, truth, preds: Mapping[str, dict],
+                snapshots: int) -> list[tuple[str, str]]:
+    """``errors_<field>.png``, one panel per method; ``[(caption, file name)]``."""
     shift = ev.up_to_constant(problem)
-    preds = {label: f for label, run in runs.items()
-             if (f := _predictions(run, problem, grid)) is not None}
     images = []
     for name in (truth.values if truth is not None else {}):
         errs = {}
@@ -105,6 +97,23 @@ def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=N
             fname = f"errors_{name}.png"
             plots.error_maps_figure(grid, name, errs, out_dir / fname, snapshots=snapshots)
             images.append((f"pointwise error of {name}", fname))
+    return images
+
+
+def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=None,
+                     snapshots: int = 3) -> str:
+    """Write ``compare.md`` (and ``compare.html``, the same page with its images inlined),
+    ``compare.png``, ``compare.json`` and ``errors_<field>.png``."""
+    out_dir = Path(out_dir)
+    rows = comparison_rows(runs)
+    table = markdown_table(HEADER, rows)
+    plots.table_figure(HEADER, rows, out_dir / "compare.png",
+                       title=f"{getattr(problem, 'name', '')}: PINN vs FEM")
+    grid = ev.evaluation_grid(problem, resolution)
+    truth = ev.truth(problem, grid.points)
+    preds = {label: f for label, run in runs.items()
+             if (f := _predictions(run, problem, grid)) is not None}
+    images = _error_maps(out_dir, problem, grid, truth, preds, snapshots)
     against = "truth" if truth is None else truth.label
     lines = [f"# {getattr(problem, 'name', 'problem')}: PINN vs FEM", "",
              f"Errors against the {against} on the evaluation grid "
@@ -117,4 +126,149 @@ def write_comparison(out_dir, problem, runs: Mapping[str, Path], *, resolution=N
     write_html(out_dir, "compare.md", "compare.html")
     write_json(out_dir / "compare.json", {"header": list(HEADER), "rows": rows,
                                           "runs": {k: str(v) for k, v in runs.items()}})
+    return table
+
+
+# -- equal accuracy and equal time ---------------------------------------------------
+
+MATCHED_HEADER = ("method", "rel. L2", "max error", "wall time (s)", "dofs / params",
+                  "against the PINN")
+
+
+def pinn_curve(run) -> tuple[list[float], list[float]]:
+    """The PINN's error against wall time: its history's evaluations (worst field,
+    ``eval.rel_l2_<field>`` at ``time``), then the final score at the run's wall time."""
+    from pinn.fem.study import worst
+    from pinn.train.history import read_history
+
+    run = Path(run)
+    ts, es = [], []
+    for row in read_history(run / "history.jsonl"):
+        errs = {k: v for k, v in row.items() if k.startswith("eval.rel_l2_") and v is not None}
+        if errs and row.get("time") is not None:
+            ts.append(float(row["time"]))
+            es.append(worst(errs))
+    m = json.loads((run / "metrics.json").read_text())
+    if m.get("wall_seconds") is not None:
+        ts.append(float(m["wall_seconds"]))
+        es.append(worst(m.get("rel_l2")))
+    return ts, es
+
+
+def _ratio(a: float, b: float) -> str:
+    """``a / b`` as ``"12x"`` or ``"1/12x"``."""
+    if not (a > 0 and b > 0):
+        return "–"
+    r = a / b
+    return f"{r:.3g}x" if r >= 1 else f"1/{1 / r:.3g}x"
+
+
+def matched_verdict(study, error: float, seconds: float) -> dict:
+    """The two comparisons as data and sentences: the cheapest FEM level at least as
+    accurate as ``error`` and the most accurate one within ``seconds``."""
+    acc, tim = study.equal_accuracy(error), study.equal_time(seconds)
+    best = min(study.levels, key=lambda lv: lv.error, default=None)
+    fastest = min(study.levels, key=lambda lv: lv.seconds, default=None)
+    if acc is not None:
+        faster = seconds / acc.seconds if acc.seconds > 0 else math.inf
+        said_acc = (f"Equal accuracy (rel. L2 <= {error:.2e}): FEM {acc.label} ({acc.dofs} dofs) "
+                    f"takes {acc.seconds:.3g} s, "
+                    + (f"{faster:.3g}x less than the PINN's {seconds:.3g} s." if faster >= 1 else
+                       f"{1 / faster:.3g}x more than the PINN's {seconds:.3g} s."))
+    else:
+        said_acc = (f"Equal accuracy (rel. L2 <= {error:.2e}): no FEM level of the study reached "
+                    f"the PINN's error (best {best.error:.2e}, {best.label}, {best.seconds:.3g} s)"
+                    if best is not None else "Equal accuracy: the study has no FEM level")
+        said_acc += "; the study stopped: " + "; ".join(f"{k}: {v}" for k, v in
+                                                        study.stopped.items()) + "."
+    if tim is not None:
+        said_tim = (f"Equal time (<= {seconds:.3g} s, the PINN's wall time): FEM {tim.label} "
+                    f"reaches {tim.error:.2e}, "
+                    + (f"{error / tim.error:.3g}x lower than the PINN's {error:.2e}."
+                       if tim.error <= error else
+                       f"{tim.error / error:.3g}x higher than the PINN's {error:.2e}."))
+    else:
+        said_tim = (f"Equal time (<= {seconds:.3g} s): every FEM level took longer (the fastest, "
+                    f"{fastest.label}, {fastest.seconds:.3g} s)." if fastest is not None else
+                    "Equal time: the study has no FEM level")
+    return {"pinn": {"rel_l2": error, "wall_seconds": seconds},
+            "equal_accuracy": None if acc is None else asdict(acc),
+            "equal_time": None if tim is None else asdict(tim),
+            "sentences": [said_acc, said_tim]}
+
+
+def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mapping[str, dict],
+                             *, resolution=None, snapshots: int = 3,
+                             runs: Mapping[str, Path] | None = None) -> str:
+    """``pinn compare``'s report: the PINN beside the FEM of ``study`` (a
+    :class:`pinn.fem.study.Study`) at equal accuracy and at equal time, the whole
+    refinement sequence, the Pareto plot (``pareto.png``: error against wall time), error
+    maps, ``compare.md`` / ``.html`` / ``.json`` and ``study.json``. ``fem_preds``: the
+    matched levels' values on the evaluation grid, by their table labels; ``runs``: more
+    finished run folders shown as rows. Returns the Markdown table."""
+    from pinn.fem.study import worst
+
+    out_dir = Path(out_dir)
+    pinn_run = Path(pinn_run)
+    m = json.loads((pinn_run / "metrics.json").read_text())
+    err, secs = worst(m.get("rel_l2")), float(m.get("wall_seconds") or math.nan)
+    verdict = matched_verdict(study, err, secs)
+    rows = [comparison_rows({"PINN": pinn_run})[0][:3] + (_fmt(secs, ".3g"),
+            f"{m.get('n_params')} params", "–")]
+    for key, what in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time")):
+        lv = verdict[key]
+        if lv is None:
+            rows.append((f"FEM at {what}", "none in the study", "–", "–", "–", "–"))
+            continue
+        e = worst(lv["rel_l2"])
+        vs = (f"{_ratio(secs, lv['seconds'])} faster" if key == "equal_accuracy"
+              else f"{_ratio(err, e)} more accurate")
+        rows.append((f"FEM at {what}: {lv['element']}, {lv['cells']} cells",
+                     _per_field(lv["rel_l2"]), _per_field(lv["max_abs_error"]),
+                     _fmt(lv["seconds"], ".3g"), f"{lv['dofs']} dofs", vs))
+    for label, row in zip(runs or {}, comparison_rows(runs) if runs else [], strict=True):
+        rows.append(row[:4] + (row[5], "–"))
+    table = markdown_table(MATCHED_HEADER, rows)
+    name = getattr(problem, "name", "problem")
+    plots.table_figure(MATCHED_HEADER, rows, out_dir / "compare.png",
+                       title=f"{name}: PINN vs FEM at equal accuracy and equal time")
+    curves = {"PINN (training history)": pinn_curve(pinn_run)}
+    for element, seq in study.by_element().items():
+        curves[f"FEM {element}"] = ([lv.seconds for lv in seq], [lv.error for lv in seq])
+    marks = {f"FEM at {w}": (verdict[k]["seconds"], worst(verdict[k]["rel_l2"]))
+             for k, w in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time"))
+             if verdict[k] is not None}
+    plots.pareto_figure(curves, out_dir / "pareto.png", marks=marks,
+                        title=f"{name}: error against wall time")
+    grid = ev.evaluation_grid(problem, resolution)
+    truth = ev.truth(problem, grid.points)
+    preds = {"PINN": f} if (f := _predictions(pinn_run, problem, grid)) is not None else {}
+    preds.update(fem_preds)
+    for label, run in (runs or {}).items():
+        if (f := _predictions(run, problem, grid)) is not None:
+            preds[label] = f
+    images = _error_maps(out_dir, problem, grid, truth, preds, snapshots)
+    seq_rows = [(lv.element, str(lv.cells), str(lv.dofs), _fmt(lv.dt, ".3g"),
+                 _fmt(lv.seconds, ".3g"), _fmt(lv.error)) for lv in study.levels]
+    against = "truth" if truth is None else truth.label
+    lines = [f"# {name}: PINN vs FEM at equal accuracy and equal time", "",
+             f"Errors against the {against} on the evaluation grid "
+             f"({' x '.join(str(s) for s in grid.shape)}); rel. L2 of the worst field. "
+             "The PINN's time is its training's wall time (compilation included); each FEM "
+             "time is one solve's (mesh, assembly, factorisation and solve), P1-P3 on finer "
+             "and finer meshes (evolution: the time step follows the cell size).", "",
+             *[f"- {s}" for s in verdict["sentences"]], "", table, "",
+             "![error against wall time](pareto.png)", "",
+             "## The FEM refinement sequence", "",
+             markdown_table(("element", "cells", "dofs", "dt", "wall time (s)", "rel. L2"),
+                            seq_rows), "",
+             "Stopped: " + "; ".join(f"{k}: {v}" for k, v in study.stopped.items()) + ".", ""]
+    for caption, fname in images:
+        lines += [f"## {caption}", "", f"![{caption}]({fname})", ""]
+    lines += [f"PINN run: `{pinn_run}`", ""]
+    write_text(out_dir / "compare.md", "\n".join(lines))
+    write_html(out_dir, "compare.md", "compare.html")
+    write_json(out_dir / "study.json", study.to_data())
+    write_json(out_dir / "compare.json", {"header": list(MATCHED_HEADER), "rows": rows,
+                                          **verdict, "pinn_run": str(pinn_run)})
     return table

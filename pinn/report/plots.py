@@ -367,3 +367,31 @@ def table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], path: str
     if title:
         ax.set_title(title)
     return str(save_figure(fig, path))
+
+
+def pareto_figure(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+                  path: str | os.PathLike, *, marks: Mapping[str, tuple[float, float]] = (),
+                  title: str = "") -> str:
+    """Error against wall time, log-log (for ``pinn compare``): ``curves[label] = (seconds,
+    errors)`` (a FEM refinement sequence per element, a PINN's training history) drawn as
+    lines with markers; ``marks[label] = (seconds, error)`` ringed points (the matched
+    FEM levels)."""
+    plt = _plt()
+    fig, ax = _subplots(plt, figsize=(6.4, 4.6))
+    for label, (ts, es) in curves.items():
+        ts, es = np.asarray(ts, float), np.asarray(es, float)
+        keep = np.isfinite(ts) & np.isfinite(es) & (ts > 0) & (es > 0)
+        if keep.any():
+            pinn_like = label.startswith("PINN")
+            ax.loglog(ts[keep], es[keep], "-" if pinn_like else "-o", lw=2 if pinn_like else 1.2,
+                      ms=4, label=label)
+    for label, (t, e) in dict(marks).items():
+        if t > 0 and e > 0 and math.isfinite(t) and math.isfinite(e):
+            ax.loglog([t], [e], "o", ms=13, mfc="none", mew=1.6, label=label)
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("relative L2 error")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return str(save_figure(fig, path))
