@@ -56,7 +56,7 @@ def test_linear_table_reproduces_a_bilinear_function_and_its_gradient(pts):
     import jax
     import jax.numpy as jnp
 
-    gx, gy = jax.vmap(jax.grad(lambda a, b: evaluate(k, {x: a, y: b}), (0, 1)))(
+    gx, gy = jax.jit(jax.vmap(jax.grad(lambda a, b: evaluate(k, {x: a, y: b}), (0, 1))))(
         jnp.asarray(px, jnp.float32), jnp.asarray(py, jnp.float32))
     np.testing.assert_allclose(gx, 2 + 4 * py, rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(gy, -3 + 4 * px, rtol=2e-5, atol=2e-5)
@@ -105,6 +105,7 @@ def test_a_table_file_in_any_row_order(tmp_path, pts):
 def test_the_derivative_engine_differentiates_a_data_coefficient():
     """-div(k grad u) compiled against a known 'network' u = x^2 y: the engine's residual
     equals the closed form with k's exact slopes."""
+    import jax
     import jax.numpy as jnp
 
     from pinn.compile import compile_terms
@@ -116,7 +117,7 @@ def test_the_derivative_engine_differentiates_a_data_coefficient():
                        apply=lambda p, q: (q[:, 0] ** 2 * q[:, 1])[:, None])
     rng = np.random.default_rng(3)
     q = np.c_[rng.uniform(0.05, 0.95, 64), rng.uniform(0.05, 2.7, 64)].astype(np.float32)
-    got = np.asarray(fn({"net": {}}, jnp.asarray(q))["r"])
+    got = np.asarray(jax.jit(fn)({"net": {}}, jnp.asarray(q))["r"])
     X_, Y_ = q[:, 0].astype(float), q[:, 1].astype(float)
     want = -((2 + 4 * Y_) * 2 * X_ * Y_ + bilinear(X_, Y_) * 2 * Y_ + (-3 + 4 * X_) * X_**2)
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
@@ -386,3 +387,22 @@ def test_pinnacle_problems_with_data_train(name):
                      resolution=[5] * len(built.coords)).train()
     losses = [h["loss"] for h in sol.history if "loss" in h]
     assert np.isfinite(losses[-1]) and losses[-1] < losses[0]
+
+
+def test_taylor_mode_passes_through_a_table():
+    """A table inside the network (a hard initial value from a file) is differentiated by
+    Taylor mode itself (no scan in it): the slopes of a bilinear table, exactly."""
+    import jax.numpy as jnp
+
+    from pinn.compile.derivatives import derivatives
+
+    xs, ys = np.linspace(0, 1, 5), np.array([0, 0.1, 0.5, 0.6, 1.0])  # uniform, not
+    X, Y = np.meshgrid(xs, ys, indexing="ij")
+    table = tables.Table((xs, ys), bilinear(X, Y))
+    q = jnp.asarray(np.random.default_rng(5).uniform(0.01, 0.99, (16, 2)), jnp.float32)
+    out = derivatives(lambda p, z: table([z[:, 0], z[:, 1]])[:, None], {}, q,
+                      [(1, 0), (0, 1), (1, 1)], strategy="taylor")
+    qx, qy = np.asarray(q[:, 0], float), np.asarray(q[:, 1], float)
+    np.testing.assert_allclose(np.asarray(out[(1, 0)])[:, 0], 2 + 4 * qy, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(out[(0, 1)])[:, 0], -3 + 4 * qx, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(out[(1, 1)])[:, 0], 4.0, rtol=1e-4)

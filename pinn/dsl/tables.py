@@ -64,6 +64,10 @@ class Table:
             raise TableError("the table holds values that are not finite (NaN or inf)")
         self.axes, self.values, self.method = axes, values, method
         self.source = source
+        # uniform axes: the cell index by floor((x - a0) / h), a derivative-free primitive
+        # that Taylor mode passes (searchsorted lowers to a scan, which it does not)
+        self._uniform = tuple(bool(np.allclose(np.diff(a), (a[-1] - a[0]) / (len(a) - 1),
+                                               rtol=1e-9, atol=0)) for a in axes)
         h = hashlib.sha1(method.encode())
         for a in axes:
             h.update(a.tobytes())
@@ -107,11 +111,18 @@ class Table:
             if any(deriv):  # piecewise constant (or linear along each axis): zero
                 return xp.zeros(cols[0].shape, dtype=xp.result_type(cols[0], float))
         idx, weights = [], []
-        for a, x, k in zip(self.axes, cols, deriv, strict=True):
+        for a, x, k, uniform in zip(self.axes, cols, deriv, self._uniform, strict=True):
             ax = xp.asarray(a, dtype=xp.result_type(x, float))
             n = len(a)
             xc = xp.clip(x, ax[0], ax[-1])
-            i = xp.clip(xp.searchsorted(ax, xc, side="right") - 1, 0, n - 2)
+            if uniform:
+                i = xp.floor((xc - a[0]) * ((n - 1) / (a[-1] - a[0])))
+                i = xp.clip(i.astype(np.int32), 0, n - 2)
+            elif xp is np:
+                i = np.clip(np.searchsorted(a, xc, side="right") - 1, 0, n - 2)
+            else:  # count the inner nodes at or left of x: comparisons, no scan (Taylor
+                # mode); memory N x n, fine for the non-uniform tables of modest size
+                i = xp.sum((xc[..., None] >= ax[1:-1]).astype(np.int32), axis=-1)
             lo, hi = ax[i], ax[i + 1]
             t = (xc - lo) / (hi - lo)
             if self.method == "nearest":
