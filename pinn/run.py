@@ -193,8 +193,8 @@ def _weighting(training: Training, asm: Assembly):
 
 
 def _evaluator(problem, apply, dtype) -> Callable | None:
-    """``evaluate(params) -> {rel_l2_<field>: v}`` on a fixed subset of the evaluation grid
-    (the training history's error column)."""
+    """``evaluate(params) -> {rel_l2_<field>: v}`` on a fixed subset of the evaluation grid,
+    or of a file reference's own points (the training history's error column)."""
     if not ev.has_truth(problem):
         return None
     pts = ev.evaluation_points(problem)
@@ -205,6 +205,16 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
 
     def evaluate(p):
         out = np.asarray(apply_j(p["net"], x))
+    own = getattr(problem.reference, "points", None)
+    if not problem.exact and not problem.ranged and own is not None \
+            and np.ndim(own) == 2 and np.shape(own)[1] == len(problem.inputs):
+        # a file reference: its own points (a fixed subset), nothing interpolated
+        n = len(own)
+        keep = (np.random.default_rng(0).choice(n, len(pts), replace=False)
+                if n > len(pts) else np.arange(n))
+        pts = np.asarray(own, dtype=np.float64)[keep]
+        ref = {k: np.asarray(v, dtype=np.float64)[keep]
+               for k, v in problem.reference.values.items()}
         pred = {f: out[:, i] for i, f in enumerate(problem.field_names)}
         errs = ev.field_errors(pred, ref, shift)["rel_l2"]
         return {f"rel_l2_{k}": v for k, v in errs.items()}
