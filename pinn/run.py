@@ -199,12 +199,6 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
         return None
     pts = ev.evaluation_points(problem)
     ref = ev.truth(problem, pts).values
-    shift = ev.up_to_constant(problem)
-    apply_j = jax.jit(apply)
-    x = jnp.asarray(pts, dtype)
-
-    def evaluate(p):
-        out = np.asarray(apply_j(p["net"], x))
     own = getattr(problem.reference, "points", None)
     if not problem.exact and not problem.ranged and own is not None \
             and np.ndim(own) == 2 and np.shape(own)[1] == len(problem.inputs):
@@ -215,6 +209,12 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
         pts = np.asarray(own, dtype=np.float64)[keep]
         ref = {k: np.asarray(v, dtype=np.float64)[keep]
                for k, v in problem.reference.values.items()}
+    shift = ev.up_to_constant(problem)
+    apply_j = jax.jit(apply)
+    x = jnp.asarray(pts, dtype)
+
+    def evaluate(p):
+        out = np.asarray(apply_j(p["net"], x))
         pred = {f: out[:, i] for i, f in enumerate(problem.field_names)}
         errs = ev.field_errors(pred, ref, shift)["rel_l2"]
         return {f"rel_l2_{k}": v for k, v in errs.items()}
