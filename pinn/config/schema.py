@@ -965,13 +965,13 @@ class ProblemSpec(Strict):
     fields: Names = ["u"]
     params: dict[Name, ParamSpec] = {}
     define: dict[Name, ExprText] = {}
+    coefficients: dict[Name, CoefficientSpec] = {}
     domain: DomainSpec
     equations: Annotated[dict[Name, ExprText], Field(min_length=1)]
     conditions: dict[Name, ConditionSpec] = {}
     exact: dict[Name, ExprLike] | None = None
     reference: ReferenceSpec | None = None
     # no model: a 3 x 30 tanh MLP, the size the default (second-order) recipe is made for
-    coefficients: dict[Name, CoefficientSpec] = {}
     model: ModelSpec = Field(default_factory=lambda: ModelSpec(mlp=MLPArgs(width=30, depth=3)))
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
