@@ -8,6 +8,9 @@ described here; scores on them are not PINNacle's numbers:
 * ``heat2d_vc_coef.npz``: a 256 x 256 tensor grid on [0, 1]^2 (``points[N, 2]``,
   ``values[N]``) of a smooth Gaussian random field (spectrum ``(4 pi^2 |k|^2 + 9)^-2``,
   PINNacle's ``alpha = 4``), mapped to ``0.5 + 0.4 tanh(g / std(g))`` in (0.1, 0.9).
+* ``wave2d_cg_coef.npz``: the same kind of grid on [-1, 1]^2 (Wave2d-CG reads PINNacle's
+  ``darcy_2d_coef_256.dat`` at ``(x + 1)/2``): a two-phase medium, 4 where another such
+  field (seed 2) is positive and 1 elsewhere (the thresholded fields of Darcy benchmarks).
 * ``burgers2d_init_u.dat``, ``burgers2d_init_v.dat``: columns ``x y u`` (``x y v``) on a
   65 x 65 grid of [0, 4]^2: a random periodic field of Fourier modes up to 2 waves per
   period, amplitude about 1.
@@ -24,15 +27,26 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
-def heat_coefficient(n: int = 256, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _field(n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     k = np.fft.fftfreq(n, d=1.0 / n)
     kx, ky = np.meshgrid(k, k, indexing="ij")
     spectrum = (4 * np.pi**2 * (kx**2 + ky**2) + 9.0) ** -2.0
     noise = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
     g = np.real(np.fft.ifft2(np.sqrt(spectrum) * noise))
-    values = 0.5 + 0.4 * np.tanh(g / g.std())
+    return g / g.std()
+
+
+def heat_coefficient(n: int = 256, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    values = 0.5 + 0.4 * np.tanh(_field(n, seed))
     xs = np.linspace(0, 1, n)
+    X, Y = np.meshgrid(xs, xs, indexing="ij")
+    return np.c_[X.ravel(), Y.ravel()], values.ravel()
+
+
+def wave_coefficient(n: int = 256, seed: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    values = np.where(_field(n, seed) > 0, 4.0, 1.0)
+    xs = np.linspace(-1, 1, n)
     X, Y = np.meshgrid(xs, xs, indexing="ij")
     return np.c_[X.ravel(), Y.ravel()], values.ravel()
 
@@ -57,11 +71,15 @@ def main() -> None:
     points, values = heat_coefficient()
     np.savez_compressed(HERE / "heat2d_vc_coef.npz", points=points.astype(np.float32),
                         values=values.astype(np.float32))
+    points, values = wave_coefficient()
+    np.savez_compressed(HERE / "wave2d_cg_coef.npz", points=points.astype(np.float32),
+                        values=values.astype(np.float32))
     init = burgers_initial()
     for name in ("u", "v"):
         np.savetxt(HERE / f"burgers2d_init_{name}.dat", np.c_[init["x"], init["y"], init[name]],
                    fmt="%.8g", header=f"x y {name}", comments="% ")
-    print("wrote heat2d_vc_coef.npz, burgers2d_init_u.dat, burgers2d_init_v.dat")
+    print("wrote heat2d_vc_coef.npz, wave2d_cg_coef.npz, burgers2d_init_u.dat, "
+          "burgers2d_init_v.dat")
 
 
 if __name__ == "__main__":
