@@ -32,10 +32,35 @@ def problem_summary(built) -> dict:
         "conditions": conds,
         "exact": {f.name: str(v) for f, v in p.exact.items()},
         "reference": None if p.reference is None else repr(p.reference),
+        "coefficients": _coefficients(built),
         "model": spec.model.kind,
         "steps": sum(s.steps for s in spec.training.stages),
         "precision": built.precision,
     }
+
+
+def _coefficients(built) -> dict[str, str]:
+    """``{name: what it is}`` of the coefficients given as data, piecewise or as cells
+    (initial values from files too)."""
+    from pinn.serialize import NotData, _tabulated
+
+    out = {}
+    try:
+        tables = _tabulated(built.problem)
+    except NotData:
+        tables = {}
+    for name, node in tables.items():
+        t = node.table
+        where = f" from {os.path.basename(t.source)}" if t.source else ""
+        out[name] = (f"{' x '.join(str(len(a)) for a in t.axes)} table over "
+                     f"({', '.join(str(a) for a in node.args)}), {t.method}{where}")
+    for name, c in getattr(built.spec, "coefficients", {}).items():
+        if c.kind == "piecewise":
+            out[name] = f"piecewise, {len(c.piecewise)} pieces"
+        elif c.kind == "cells":
+            out[name] = (f"{' x '.join(str(len(e) - 1) for e in c.cells.edges.values())} "
+                         f"cells over ({', '.join(c.cells.edges)})")
+    return out
 
 
 def summary_lines(file, s: dict) -> list[str]:
@@ -60,6 +85,8 @@ def summary_lines(file, s: dict) -> list[str]:
     if s["exact"]:
         for k, v in s["exact"].items():
             _out(f"  exact       {k} = {v}")
+    for k, v in (s.get("coefficients") or {}).items():
+        _out(f"  coefficient {k}: {v}")
     if s["reference"]:
         _out(f"  reference   {s['reference']}")
     _out(f"  training    {s['model']}, {s['steps']} steps, float{s['precision']}")
