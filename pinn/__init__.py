@@ -51,9 +51,9 @@ _EXPORTS = {
     **{n: ("pinn.run", n) for n in ("Run", "setup", "solve")},
     "Solution": ("pinn.solution", "Solution"),
     **{n: ("pinn.train", n) for n in (
-        "LBFGS", "Adam", "AdamW", "Callback", "Causal", "EarlyStopping", "Fixed", "GradNorm",
-        "GaussNewton", "LevenbergMarquardt", "Optax", "SOAP", "SSBFGS", "SSBroyden", "Stage",
-        "TensorBoard", "MLflow")},
+        "LBFGS", "Adam", "AdamW", "Annealing", "Callback", "Causal", "EarlyStopping", "Fixed",
+        "GradNorm", "GaussNewton", "LevenbergMarquardt", "Optax", "SOAP", "SSBFGS", "SSBroyden",
+        "Stage", "TensorBoard", "MLflow")},
     "Points": ("pinn.train.loss", "Points"),
     "Training": ("pinn.training", "Training"),
 }
@@ -91,6 +91,6 @@ __all__ = [
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
     "Adam", "AdamW", "LBFGS", "SSBroyden", "SSBFGS", "SOAP", "LevenbergMarquardt",
-    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Causal",
+    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Annealing", "Causal",
     "EarlyStopping", "Callback", "TensorBoard", "MLflow",
 ]

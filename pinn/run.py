@@ -32,7 +32,7 @@ from pinn.solution import Solution, build_network
 from pinn.train import Fixed, TrainingDiverged, TrainResult, run
 from pinn.train.loss import Assembly, assemble
 from pinn.train.microbatch import memory_per_point
-from pinn.train.weighting import Causal, with_term_weights
+from pinn.train.weighting import Causal, with_residual_terms, with_term_weights
 from pinn.training import Training, precision_scope
 
 __all__ = ["setup", "Run", "solve", "fem_run", "divergence", "ERROR_NEAR_ONE"]
@@ -122,6 +122,7 @@ class Run:
         ``metrics["divergence"]`` says why, and a ``RuntimeWarning`` says so."""
         t0 = time.perf_counter()
         gave_up = None
+        precisions = self.training.stage_precisions(self.precision)
         with precision_scope(self.precision):
             try:
                 result = run(self.assembly.terms_fn, self.params,
@@ -148,6 +149,8 @@ class Run:
                 "loss": {k: float(v) for k, v in result.final_terms.items()},
                 "params": sol.learned_params(), "rollbacks": len(result.rollbacks),
                 "stages": result.stages, "peak_memory_mb": peak_memory_mb(),
+                **({"stage_precisions": list(precisions)} if len(set(precisions)) > 1
+                   else {}),
                 **({"devices": self.training.devices} if self.training.devices else {}),
                 **({"processes": jax.process_count()} if jax.process_count() > 1 else {}),
                 **({"micro_batch": self.training.micro_batch}
@@ -187,8 +190,11 @@ def _gave_up(exc: TrainingDiverged, seconds: float) -> tuple[TrainResult, str]:
                     "up), so the run kept the parameters of that step")
 
 
-def _weighting(training: Training, asm: Assembly):
+def _weighting(training: Training, asm: Assembly, problem):
+    """The training's weighting, started from each condition's weight and (a balancing
+    weighting) told that the equations are the residual terms it holds fixed."""
     weighting = training.weighting if training.weighting is not None else Fixed()
+    weighting = with_residual_terms(weighting, tuple(problem.equations))
     return with_term_weights(weighting, {k: float(v) for k, v in asm.weights.items()})
 
 
@@ -232,8 +238,10 @@ def setup(problem, model=None, training: Training | None = None, *,
     ``model``: a network spec (default ``pinn.MLP(width=30, depth=3)``, the size the
     default recipe is made for);
     ``training``: a :class:`Training` (default: Adam, then self-scaled Broyden);
-    ``precision``: 32 or 64 (float64 for this run only); None: ``training.auto_precision``
-    (64 when a stage is a second-order method, else 32);
+    ``precision``: 32 or 64 (float64 for this run only; a stage's own ``precision`` wins);
+    None: auto, each stage in its optimiser's precision (:meth:`Training.stage_precisions`:
+    first-order stages in float32, second-order ones in float64, the parameters converted
+    once between them);
     ``out_dir``: the run folder (history, checkpoints, then solution, metrics, plots,
     report; None: nothing is written); ``resume``: continue from its last checkpoint;
     ``resolution``: the evaluation grid's nodes per axis (None: the default grid);
@@ -243,7 +251,10 @@ def setup(problem, model=None, training: Training | None = None, *,
     """
     model = model if model is not None else MLP(width=30, depth=3)
     training = training if training is not None else Training()
-    precision = training.auto_precision if precision is None else precision
+    # each stage's precision (auto: first-order stages in float32, the second-order ones in
+    # float64), written into the stages where they differ; the run's is the highest
+    training = training.with_stage_precisions(precision)
+    precision = max(training.stage_precisions(precision))
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, the folder holding the checkpoints")
     with precision_scope(precision):
@@ -253,7 +264,8 @@ def setup(problem, model=None, training: Training | None = None, *,
         asm = assemble(problem, apply, training.points, causal=causal, dtype=dtype)
         params = {"net": net_params,
                   "pde": {p.name: jnp.asarray(p.value, dtype) for p in problem.learnable}}
-        return Run(problem, model, training, precision, asm, params, _weighting(training, asm),
+        return Run(problem, model, training, precision, asm, params,
+                   _weighting(training, asm, problem),
                    key=jax.random.fold_in(jax.random.PRNGKey(training.seed), 2),
                    evaluate=_evaluator(problem, asm.apply, dtype),
                    out_dir=None if out_dir is None else Path(out_dir), resume=resume,

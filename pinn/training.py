@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pinn.train.loss import Points
 
-__all__ = ["Training", "precision_scope", "DEFAULT_CHUNK"]
+__all__ = ["Training", "precision_scope", "stage_precisions", "DEFAULT_CHUNK"]
 
 #: Steps per jitted call unless ``Training.chunk`` says otherwise.
 DEFAULT_CHUNK = 500
@@ -74,10 +74,50 @@ class Training:
 
     @property
     def auto_precision(self) -> int:
-        """64 when a stage's optimiser wants float64 (the second-order methods: in float32
-        their line search stops at the loss's rounding floor), else 32."""
-        wants = any(getattr(s.optimizer, "prefers_float64", False) for s in self.stages)
-        return 64 if wants else 32
+        """The run's precision under ``auto``: 64 when a stage runs in float64 (its own
+        ``precision``, or an optimiser that wants float64: the second-order methods, whose
+        line search stops at the loss's rounding floor in float32), else 32."""
+        return max(self.stage_precisions())
+
+    def stage_precisions(self, precision: int | str | None = None) -> tuple[int, ...]:
+        """Each stage's float precision (32 or 64) for a run of ``precision`` (32, 64, or
+        ``None``/``"auto"``): :func:`stage_precisions`."""
+        return stage_precisions(
+            [getattr(s.optimizer, "prefers_float64", False) for s in self.stages],
+            [s.precision for s in self.stages], precision)
+
+    def with_stage_precisions(self, precision: int | str | None = None) -> Training:
+        """These settings with each stage's precision written into it where the stages
+        differ (:meth:`stage_precisions`), else as they are (one precision for the run)."""
+        precisions = self.stage_precisions(precision)
+        if len(set(precisions)) == 1:
+            return self
+        stages = [replace(s, precision=p) for s, p in zip(self.stages, precisions, strict=True)]
+        return replace(self, stages=stages)
+
+
+#: Whether ``precision: auto`` trains the first-order stages in float32 and only the stages
+#: whose optimiser prefers float64 in float64 (the parameters converted once between them),
+#: rather than the whole run in float64. Measured on heat2d and burgers1d (issue 14,
+#: benchmarks/RESULTS.md): see the note there.
+MIXED_AUTO = True
+
+
+def stage_precisions(prefers_float64: Sequence[bool], own: Sequence[int | None],
+                     precision: int | str | None = None) -> tuple[int, ...]:
+    """The precision of each stage: its ``own`` (32 or 64) where it has one, else the run's
+    ``precision`` (32 or 64); under ``auto`` (``None`` or ``"auto"``), 64 for a stage whose
+    optimiser ``prefers_float64`` and 32 for the others (:data:`MIXED_AUTO`; without it, 64
+    for every stage as soon as one prefers float64)."""
+    if precision not in (None, "auto", 32, 64):
+        raise ValueError(f"precision must be 32, 64 or 'auto', got {precision!r}")
+    if precision in (32, 64):
+        base = [precision] * len(own)
+    elif MIXED_AUTO:
+        base = [64 if p else 32 for p in prefers_float64]
+    else:
+        base = [64 if any(prefers_float64) else 32] * len(own)
+    return tuple(o if o is not None else b for o, b in zip(own, base, strict=True))
 
 
 @contextlib.contextmanager

@@ -1,5 +1,7 @@
 """Loss-term weighting (gradient-norm balancing, causal weights) and optimiser schedules."""
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +12,7 @@ from pinn.train import (
     LBFGS,
     Adam,
     AdamW,
+    Annealing,
     Causal,
     Fixed,
     GradNorm,
@@ -128,3 +131,53 @@ def test_adamw_does_not_decay_learnable_pde_parameters():
     new = step(params)
     np.testing.assert_allclose(new["net"]["w"], 1.0 - 0.1 * 0.5, rtol=1e-6)
     assert float(new["pde"]["nu"]) == 0.5
+
+
+def _pde_walls(scale_pde, scale_walls):
+    """A residual term and a boundary term whose gradients differ by orders of magnitude."""
+
+    def terms(p, batch):
+        del batch
+        return {"pde": scale_pde * jnp.sum((p[:2] - 0.5) ** 2),
+                "walls": scale_walls * jnp.sum((p - 1.0) ** 2)}
+
+    return terms
+
+
+@pytest.mark.parametrize("cls", [GradNorm, Annealing])
+@pytest.mark.parametrize("scales", [(1e-9, 1.0), (1e6, 1e-6), (1.0, 1.0)])
+def test_bounded_balancing_keeps_the_residual_weight_and_the_bounds(cls, scales):
+    """Issue 14: the residual term's weight stays 1 whatever the gradients, the boundary
+    weight stays within its bounds (a vanishing residual gradient, the trivial solution of
+    a Laplace problem, cannot push it below the lower bound), and one update with
+    alpha = 0 is the rule itself, clipped."""
+    terms = _pde_walls(*scales)
+    p = jnp.array([0.3, -2.0, 1.5])
+    w = cls(every=1, alpha=0.0, bounds=(1.0, 1e3)).with_residual_terms(["pde"])
+    update = jax.jit(lambda s, k: w.update(s, params=p, batch=None, terms_fn=terms, step=k))
+    state = w.init(["pde", "walls"])
+    gp = jax.grad(lambda q: terms(q, None)["pde"])(p)
+    gw = jax.grad(lambda q: terms(q, None)["walls"])(p)
+    if cls is GradNorm:
+        want = float(jnp.linalg.norm(gp) / jnp.linalg.norm(gw))
+    else:
+        want = float(jnp.max(jnp.abs(gp)) / jnp.mean(jnp.abs(gw)))
+    first = update(state, jnp.int32(0))
+    np.testing.assert_allclose(float(first["weights"]["walls"]), min(max(want, 1.0), 1e3),
+                               rtol=1e-5)
+    smooth = replace(w, alpha=0.9)
+    update = jax.jit(lambda s, k: smooth.update(s, params=p, batch=None, terms_fn=terms,
+                                                step=k))
+    for k in range(50):
+        state = update(state, jnp.int32(k))
+        assert float(state["weights"]["pde"]) == 1.0
+        assert 1.0 <= float(state["weights"]["walls"]) <= 1e3
+
+
+def test_bounded_balancing_refuses_bad_bounds_and_unknown_residual_terms():
+    with pytest.raises(ValueError, match="bounds"):
+        GradNorm(bounds=(10.0, 1.0))
+    with pytest.raises(ValueError, match="bounds"):
+        Annealing(bounds=(0.0, 1.0))
+    with pytest.raises(ValueError, match="'heat'"):
+        GradNorm(residual=["heat"]).init(["laplace", "walls"])

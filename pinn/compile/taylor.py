@@ -540,6 +540,15 @@ def _eval(ctx: _Ctx, jaxpr, consts, args):
         return v.val if isinstance(v, jcore.Literal) else env[v]
 
     for v, val in zip(jaxpr.constvars, consts, strict=True):
+        # a float64 constant (NumPy bounds or centres, a buffer made in float64) traced
+        # while float64 is off keeps its dtype in the jaxpr, and the equations use it as
+        # float32: give it the canonical dtype, as JAX's own evaluation does
+        dt = getattr(val, "dtype", None)
+        if dt is not None and jnp.issubdtype(dt, jnp.floating):
+            want = jax.dtypes.canonicalize_dtype(dt)
+            if want != dt:
+                val = val.astype(want) if isinstance(val, jax.Array) else np.asarray(
+                    val).astype(want)
         env[v] = val
     for v, val in zip(jaxpr.invars, args, strict=True):
         env[v] = val

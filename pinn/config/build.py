@@ -71,12 +71,21 @@ class Built:
 
     @property
     def precision(self) -> int:
-        """32 or 64; ``auto``: 64 when a stage's optimiser wants float64, else 32."""
+        """32 or 64, the run's (its highest stage's): ``auto``: 64 when a stage's optimiser
+        wants float64, else 32 (:meth:`stage_precisions`)."""
+        return max(self.stage_precisions)
+
+    @property
+    def stage_precisions(self) -> tuple[int, ...]:
+        """Each stage's precision (:func:`pinn.training.stage_precisions`; stages of 0 steps
+        left out, as :meth:`training` leaves them out)."""
+        from pinn.training import stage_precisions
+
         t = self.spec.training
-        if t.precision != "auto":
-            return t.precision
-        wants = any(getattr(optimizers()[s.kind], "prefers_float64", False) for s in t.stages)
-        return 64 if wants else 32
+        stages = [s for s in t.stages if s.steps > 0] or t.stages
+        return stage_precisions(
+            [getattr(optimizers()[s.kind], "prefers_float64", False) for s in stages],
+            [s.precision for s in stages], t.precision)
 
     @property
     def seed(self) -> int:
@@ -729,12 +738,16 @@ def build_training(b: Built):
 
     check_training(b)
     t = b.spec.training
-    stages = [T.Stage(build_optimizer(s), s.steps) for s in t.stages if s.steps > 0]
+    stages = [T.Stage(build_optimizer(s), s.steps, precision=s.precision)
+              for s in t.stages if s.steps > 0]
     p = t.points
     points = Points(interior=p.interior, boundary=p.boundary, initial=p.initial,
                     resample_every=p.resample_every, sampler=build_sampler(p.sampler),
                     rad=build_rad(p.rad))
-    return Training(stages=stages, points=points, weighting=build_weighting(t.weighting),
-                    seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
-                    checkpoint_every=t.checkpoint_every or None, devices=t.devices,
-                    micro_batch=t.micro_batch)
+    training = Training(stages=stages, points=points, weighting=build_weighting(t.weighting),
+                        seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
+                        checkpoint_every=t.checkpoint_every or None, devices=t.devices,
+                        micro_batch=t.micro_batch)
+    # each stage's precision in the stage where they differ (auto: float32 first-order
+    # stages, float64 second-order ones), so that setup(precision=b.precision) keeps them
+    return training.with_stage_precisions(t.precision)

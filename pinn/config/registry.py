@@ -80,7 +80,8 @@ def optimizers() -> dict[str, Callable]:
 def weightings() -> dict[str, Callable]:
     import pinn.train as T
 
-    return {"fixed": T.Fixed, "gradnorm": T.GradNorm, "causal": T.Causal}
+    return {"fixed": T.Fixed, "gradnorm": T.GradNorm, "annealing": T.Annealing,
+            "causal": T.Causal}
 
 
 @functools.cache

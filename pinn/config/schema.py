@@ -804,6 +804,8 @@ class StageSpec(OneOf):
     ssbroyden: SSBroydenArgs | None = None
     ssbfgs: SSBroydenArgs | None = None
     steps: Steps
+    # this stage in float32 or float64 (null: training.precision's choice for it)
+    precision: Literal[32, 64] | None = None
 
 
 
@@ -859,11 +861,12 @@ class CausalArgs(Strict):
 
 
 class WeightingSpec(OneOf):
-    KINDS: ClassVar = ("fixed", "gradnorm", "causal")
+    KINDS: ClassVar = ("fixed", "gradnorm", "annealing", "causal")
     WHAT: ClassVar = "weighting"
 
     fixed: FixedArgs | None = None
     gradnorm: GradNormArgs | None = None
+    annealing: AnnealingArgs | None = None
     causal: CausalArgs | None = None
 
 
@@ -890,7 +893,8 @@ def _devices(v: Any) -> Any:
 
 class TrainingSpec(Strict):
     seed: Seed = 0
-    # auto: 64 when a stage is a second-order method (ssbroyden, ssbfgs), else 32
+    # auto: each stage in its optimiser's precision (second-order methods such as
+    # ssbroyden in 64, first-order ones in 32, the parameters converted between them)
     precision: Literal[32, 64, "auto"] = "auto"
     points: PointsSpec = Field(default_factory=PointsSpec)
     stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(

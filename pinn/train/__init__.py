@@ -27,7 +27,7 @@ from .observers import (
 from .optim import LBFGS, Adam, AdamW, Optax, Stage
 from .quasi_newton import SSBFGS, SSBroyden
 from .soap import SOAP
-from .weighting import Causal, Fixed, GradNorm, causal_loss, causal_weights
+from .weighting import Annealing, Causal, Fixed, GradNorm, causal_loss, causal_weights
 
 __all__ = [
     "Adam",
@@ -42,6 +42,7 @@ __all__ = [
     "Stage",
     "Fixed",
     "GradNorm",
+    "Annealing",
     "Causal",
     "causal_weights",
     "causal_loss",

@@ -7,6 +7,10 @@ A training state is a dict pytree: ``params``, ``opt`` (optimiser state), ``weig
 report of the final point: loss, terms, aux, weights, gradient norm, finiteness, learnable
 PDE parameters, L-BFGS status, learning rate. :class:`Core` holds what a run's programs
 depend on; the loop (:mod:`pinn.train.loop`) only calls it at chunk boundaries.
+
+A stage with a ``precision`` of its own (``Stage(..., precision=32)``) is traced and run in
+that precision (:func:`stage_precision`), its state converted once when the stage starts
+(:meth:`Core.enter_stage`): float32 Adam, then float64 SSBroyden in one run.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from . import microbatch as _micro
 from .optim import Stage
 from .sharding import make_sharding
 
-__all__ = ["Core", "RUNNING", "CONVERGED", "STALLED", "NONFINITE", "STATUS_NAMES", "warn"]
+__all__ = ["Core", "stage_precision", "RUNNING", "CONVERGED", "STALLED", "NONFINITE",
+           "STATUS_NAMES", "warn"]
 
 # L-BFGS status codes (state["status"]).
 RUNNING, CONVERGED, STALLED, NONFINITE = 0, 1, 2, 3
@@ -136,6 +141,34 @@ def _strong(tree: Any) -> Any:
         return jnp.asarray(x, dtype=x.dtype) if getattr(x, "weak_type", False) else x
 
     return jax.tree.map(fix, tree)
+
+
+def _cast(tree: Any, dtype: Any) -> Any:
+    """``tree`` with its floating leaves in ``dtype`` (integers, booleans and keys as they
+    are): a stage's state converted once to that stage's precision."""
+
+    def fix(x: Any) -> Any:
+        dt = getattr(x, "dtype", None)
+        if dt is None or not jnp.issubdtype(dt, jnp.floating) or dt == dtype:
+            return x
+        return x.astype(dtype)
+
+    return jax.tree.map(fix, tree)
+
+
+@contextlib.contextmanager
+def stage_precision(precision: int | None):
+    """Trace and run a stage in float32 or float64 (``precision``; ``None``: the run's,
+    nothing changes). In a float32 stage of a float64 run the float64 constants of the
+    problem (sampler and data dtypes) are truncated to float32, as in a float32 run, so
+    JAX's warning that it truncates them is silenced here."""
+    if precision is None:
+        yield
+        return
+    with jax.enable_x64(precision == 64), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Explicitly requested dtype",
+                                category=UserWarning)
+        yield
 
 
 def _select(pred: jax.Array, a: Any, b: Any) -> Any:
@@ -463,11 +496,23 @@ class Core:
     def txs(self) -> list[Any]:
         return [s.optimizer.make(s.steps) for s in self.stages]
 
+    def _precision(self, stage: int):
+        """The precision scope of ``stage`` (:func:`stage_precision`)."""
+        return stage_precision(self.stages[stage].precision)
+
+    def convert(self, tree: Any, stage: int) -> Any:
+        """``tree`` in ``stage``'s float type (as it is when the stage has no precision of
+        its own)."""
+        p = self.stages[stage].precision
+        return tree if p is None else _cast(tree, jnp.float64 if p == 64 else jnp.float32)
+
     def make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
-        return self.place(self._make_state(params, key, batch, stage))
+        with self._precision(stage):
+            return self.place(self._make_state(params, key, batch, stage))
 
     def _make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
-        return _strong(
+        params, batch = self.convert(params, stage), self.convert(batch, stage)
+        return self.convert(_strong(
             {
                 "params": params,
                 "opt": self.txs[stage].init(params),
@@ -479,18 +524,28 @@ class Core:
                 "status": jnp.asarray(RUNNING, jnp.int32),
                 "status_step": jnp.asarray(-1, jnp.int32),
             }
-        )
+        ), stage)
+
+    @functools.cached_property
+    def _sample(self) -> Callable:
+        """``sample_fn`` compiled as one program: drawn outside the chunk programs (the
+        first batch, each stage's), it would otherwise run op by op, and each op compiles
+        once per precision (RAD's residual on its whole pool: seconds)."""
+        return jax.jit(self.sample_fn)
 
     def fresh_state(self, params: Any, key: jax.Array) -> dict:
         """The state at step 0: a first batch drawn with a key split from ``key``."""
-        key, sub = jax.random.split(key)
-        return self.make_state(params, key, self.sample_fn(sub, params), 0)
+        with self._precision(0):
+            params = self.convert(params, 0)
+            key, sub = jax.random.split(key)
+            return self.make_state(params, key, self._sample(sub, params), 0)
 
     def template(self, params: Any, key: jax.Array, stage: int) -> Any:
         """The abstract state of ``stage`` (what a checkpoint is loaded into)."""
-        return jax.eval_shape(
-            lambda p, b: self._make_state(p, key, b, stage), params, self.batch_shape
-        )
+        with self._precision(stage):
+            return jax.eval_shape(
+                lambda p, b: self._make_state(p, key, b, stage), params, self.batch_shape
+            )
 
     def call(self, stage: int, state: Any, n: int) -> tuple[Any, dict]:
         """``n`` steps of ``stage`` from ``state``: the new state and the (host) report."""
@@ -503,25 +558,30 @@ class Core:
                          self.sharding, self.micro)
             )
             t0 = time.perf_counter()
-            with self._scope():
+            with self._scope(), self._precision(stage):
                 jax.block_until_ready(self._programs[stage](state, np.int32(0),
                                                             np.int32(start)))
             self.compile_seconds += time.perf_counter() - t0
-        with self._scope():
+        with self._scope(), self._precision(stage):
             new_state, report = self._programs[stage](state, np.int32(n), np.int32(start))
-        return new_state, jax.device_get(report)
+            return new_state, jax.device_get(report)
 
     def _scope(self):
         return contextlib.nullcontext() if self.sharding is None else self.sharding.scope()
 
     def enter_stage(self, state: Any, stage: int) -> Any:
-        """The state at the start of ``stage`` (fresh optimiser; a fresh batch if resampling)."""
+        """The state at the start of ``stage`` (fresh optimiser; a fresh batch if resampling),
+        converted once to the stage's precision where it has its own."""
+        with self._precision(stage):
+            return self._enter_stage(self.convert(state, stage), stage)
+
+    def _enter_stage(self, state: Any, stage: int) -> Any:
         if self.resample_every is not None:
             # a fresh batch for the new stage (with RAD: drawn where the current residual is
             # large), so that a full-batch stage such as L-BFGS, and each of several L-BFGS
             # stages in a row, fits points of its own
             k, sub = jax.random.split(state["key"])
-            state = {**state, "key": k, "batch": _strong(self.sample_fn(sub, state["params"]))}
+            state = {**state, "key": k, "batch": _strong(self._sample(sub, state["params"]))}
         return self.place({
             **state,
             "opt": _strong(self.txs[stage].init(state["params"])),
@@ -534,7 +594,8 @@ class Core:
         """``state`` (the last good one) with the learning rate scaled by ``factor``."""
         state = {**state, "lr_scale": state["lr_scale"] * factor}
         if self.stages[stage].is_lbfgs:  # fresh curvature memory at the good point
-            state = {**state, "opt": _strong(self.txs[stage].init(state["params"]))}
+            with self._precision(stage):
+                state = {**state, "opt": _strong(self.txs[stage].init(state["params"]))}
         return self.place(state)
 
     def skip_to(self, state: Any, step: int) -> Any:

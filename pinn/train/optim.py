@@ -270,15 +270,21 @@ class Stage:
 
     ``optimizer``: :class:`Adam`, :class:`AdamW`, :class:`LBFGS`, or any optax
     transformation (``Stage(optax.adamw(1e-3), 1000)``) or factory ``steps ->
-    transformation`` (wrapped in :class:`Optax`).
+    transformation`` (wrapped in :class:`Optax`). ``precision``: 32 or 64 to run this stage
+    in float32 or float64 whatever the others do (the parameters and the optimiser-relevant
+    state are converted once, when the stage starts); ``None``: the run's precision.
     """
 
     optimizer: Any
     steps: int
+    precision: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "optimizer", as_optimizer(self.optimizer))
         _check_int("Stage", "steps", self.steps, minimum=1)
+        if self.precision not in (None, 32, 64) or isinstance(self.precision, bool):
+            raise ValueError(f"Stage: precision must be 32, 64 or None (the run's), got "
+                             f"{self.precision!r}.")
 
     @property
     def full_batch(self) -> bool:

@@ -5,10 +5,12 @@ A weighting's state is a pytree (a dict holding at least ``"weights": {name: sca
 returns the next one. Both are pure and run inside the jitted training loop.
 
 - :class:`Fixed`: constant weights.
-- :class:`GradNorm`: learning-rate annealing / gradient-norm balancing (Wang, Teng &
-  Perdikaris 2021; Wang et al. 2023): every ``every`` steps,
-  ``w_i <- alpha * w_i + (1 - alpha) * sum_j |grad L_j| / |grad L_i|``, so the weighted terms
-  pull with equal gradient norms.
+- :class:`GradNorm`: gradient-norm balancing (Wang, Teng & Perdikaris 2021; Wang et al.
+  2023): every ``every`` steps the terms other than the equations' residuals get
+  ``w_i <- alpha * w_i + (1 - alpha) * clip(|grad R| / |grad L_i|, bounds)``, the residual
+  terms' weights stay fixed (so the trivial solution of the equation alone is never
+  rewarded); :class:`Annealing`: the same with Wang et al. 2021's ``max|grad R| /
+  mean|grad L_i|``.
 - :class:`Causal`: causal weighting over time chunks for evolution problems (Wang, Sankaran
   & Perdikaris 2022). The loss assembly applies :func:`causal_weights` (or
   :func:`causal_loss`) inside the equation terms; the term weights come from ``base``.
@@ -24,8 +26,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Fixed", "GradNorm", "Causal", "causal_weights", "causal_loss", "Weighting",
-           "with_term_weights"]
+__all__ = ["Fixed", "GradNorm", "Annealing", "Causal", "causal_weights", "causal_loss",
+           "Weighting", "with_term_weights", "with_residual_terms"]
 
 TermsFn = Callable[[Any, Any], Any]
 
@@ -57,6 +59,14 @@ def with_term_weights(weighting: Any, terms: Mapping[str, float]) -> Any:
                       f"own weights {ignored} are ignored; put them in the weighting",
                       stacklevel=3)
     return weighting
+
+
+def with_residual_terms(weighting: Any, names: Sequence[str]) -> Any:
+    """``weighting`` told which terms are the equations' residuals (a balancing weighting
+    holds those fixed and weighs the others against them); one without a
+    ``with_residual_terms`` method is returned as is."""
+    method = getattr(weighting, "with_residual_terms", None)
+    return weighting if method is None else method(names)
 
 
 def _terms_only(out: Any) -> dict:
@@ -96,58 +106,118 @@ class Fixed:
         return state
 
 
-def term_gradient_norms(terms_fn: TermsFn, params: Any, batch: Any, names: Sequence[str]):
-    """Norms ``|grad_params L_i|`` of every term, in the order of ``names`` (one batched VJP)."""
+def term_gradients(terms_fn: TermsFn, params: Any, batch: Any, names: Sequence[str]):
+    """The gradients ``grad_params L_i`` of every term, one row per name: ``[n_terms, P]``
+    (one batched VJP; the parameters flattened in pytree order)."""
 
     def stacked(p):
         terms = _terms_only(terms_fn(p, batch))
         return jnp.stack([terms[n] for n in names])
 
     jac = jax.jacrev(stacked)(params)  # each leaf: [n_terms, *leaf.shape]
-    sq = sum(
-        jnp.sum(jnp.reshape(leaf, (len(names), -1)) ** 2, axis=1) for leaf in jax.tree.leaves(jac)
-    )
-    return jnp.sqrt(sq)
+    return jnp.concatenate([jnp.reshape(leaf, (len(names), -1))
+                            for leaf in jax.tree.leaves(jac)], axis=1)
+
+
+def term_gradient_norms(terms_fn: TermsFn, params: Any, batch: Any, names: Sequence[str]):
+    """Norms ``|grad_params L_i|`` of every term, in the order of ``names`` (one batched VJP)."""
+    return jnp.linalg.norm(term_gradients(terms_fn, params, batch, names), axis=1)
+
+
+def _check_bounds(owner: str, bounds: Any) -> tuple[float, float]:
+    ok = isinstance(bounds, (tuple, list)) and len(bounds) == 2 and all(
+        isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
+    if not ok or not 0 < bounds[0] <= bounds[1] < float("inf"):
+        raise ValueError(f"{owner}: bounds must be a pair (lower, upper) with 0 < lower <= "
+                         f"upper < inf, got {bounds!r}.")
+    return float(bounds[0]), float(bounds[1])
 
 
 @dataclass(frozen=True)
 class GradNorm:
-    """Gradient-norm balancing, updated every ``every`` steps with a moving average.
+    """Gradient-norm balancing (learning-rate annealing), every ``every`` steps, smoothed
+    and bounded.
 
-    ``w_new_i = sum_j |grad L_j| / |grad L_i|`` (gradients with respect to all trained
-    parameters); ``w_i <- alpha * w_i + (1 - alpha) * w_new_i``. A term with a zero gradient
-    keeps its weight. Weights start at ``initial`` (default 1 each) and are frozen during
-    L-BFGS stages.
+    With ``residual`` (the equation terms; :func:`pinn.setup` names them), the residual
+    terms keep their weights (1 unless ``initial`` says otherwise) and set the scale: every
+    other term gets ``w_hat_i = |grad R| / |grad L_i|`` (``R``: the sum of the residual
+    terms; Wang, Teng & Perdikaris 2021 balance the boundary terms against the residual's
+    gradient, never the reverse), clipped to ``bounds``, and
+    ``w_i <- alpha * w_i + (1 - alpha) * w_hat_i``. So a network that fits the equation
+    and ignores the boundary (the trivial solution of a Laplace problem) is never rewarded:
+    the residual never weighs more than it does in the plain sum, and a boundary term
+    never weighs less than ``bounds[0]`` times its loss.
+
+    Without ``residual`` every term is balanced against all (Wang et al. 2023):
+    ``w_hat_i = sum_j |grad L_j| / |grad L_i|``, clipped to ``bounds`` too. A term with a
+    zero gradient keeps its weight. Gradients are with respect to all trained parameters;
+    weights start at ``initial`` (default 1 each) and are frozen during full-batch
+    (L-BFGS, quasi-Newton) stages.
     """
 
     every: int = 1000
     alpha: float = 0.9
     initial: Mapping[str, float] | None = None
+    residual: Sequence[str] | None = None
+    bounds: tuple[float, float] = (1.0, 1e4)
+
+    rule = "norm"  # |grad R| / |grad L_i|
 
     def __post_init__(self) -> None:
+        name = type(self).__name__
         if not isinstance(self.every, int) or isinstance(self.every, bool) or self.every < 1:
-            raise ValueError(f"GradNorm: every must be an integer >= 1, got {self.every!r}.")
+            raise ValueError(f"{name}: every must be an integer >= 1, got {self.every!r}.")
         if not isinstance(self.alpha, (int, float)) or not 0 <= self.alpha < 1:
-            raise ValueError(f"GradNorm: alpha must lie in [0, 1), got {self.alpha!r}.")
+            raise ValueError(f"{name}: alpha must lie in [0, 1), got {self.alpha!r}.")
+        object.__setattr__(self, "bounds", _check_bounds(name, self.bounds))
+        if self.residual is not None:
+            if isinstance(self.residual, str) or not all(isinstance(n, str)
+                                                         for n in self.residual):
+                raise ValueError(f"{name}: residual must be a list of term names, got "
+                                 f"{self.residual!r}.")
+            object.__setattr__(self, "residual", tuple(self.residual))
 
     def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
         """The state: the ``initial`` weights (else 1) per term."""
+        if self.residual is not None:
+            unknown = sorted(set(self.residual) - set(names))
+            if unknown or not self.residual:
+                raise ValueError(
+                    f"{type(self).__name__}: residual names terms {unknown or '(none)'} that "
+                    f"the loss does not have; the loss terms are {sorted(names)}.")
         return Fixed(self.initial).init(names, dtype)
 
     def with_term_weights(self, terms: Mapping[str, float]) -> GradNorm:
         """Start from the terms' own weights (``initial`` wins where it names a term)."""
-        return replace(self, initial=_merge(self.initial, terms, "GradNorm"))
+        return replace(self, initial=_merge(self.initial, terms, type(self).__name__))
+
+    def with_residual_terms(self, names: Sequence[str]) -> GradNorm:
+        """Balance the other terms against these (the equations), whose weights stay fixed;
+        an explicit ``residual`` wins."""
+        return self if self.residual is not None or not names else replace(
+            self, residual=tuple(names))
+
+    def _fresh(self, grads: jax.Array, fixed: jax.Array) -> jax.Array:
+        """The target weight of each term (a row of ``grads``; ``fixed``: the residual
+        terms), before clipping, or ``nan`` where a term has no gradient."""
+        norms = jnp.linalg.norm(grads, axis=1)
+        if self.residual is None:
+            total = jnp.sum(norms)
+        else:
+            total = jnp.linalg.norm(jnp.sum(jnp.where(fixed[:, None], grads, 0), axis=0))
+        return jnp.where(norms > 0, total / jnp.where(norms > 0, norms, 1), jnp.nan)
 
     def recompute(self, state: dict, params: Any, batch: Any, terms_fn: TermsFn) -> dict:
-        """One moving-average update of the weights at ``params`` (no ``every`` check)."""
+        """One smoothed, bounded update of the weights at ``params`` (no ``every`` check)."""
         names = list(state["weights"])
-        norms = term_gradient_norms(terms_fn, params, batch, names)
+        fixed = jnp.asarray([self.residual is not None and n in self.residual for n in names])
         old = jnp.stack([state["weights"][n] for n in names])
-        norms = norms.astype(old.dtype)
-        total = jnp.sum(norms)
-        fresh = jnp.where(norms > 0, total / jnp.where(norms > 0, norms, 1), old)
-        new = self.alpha * old + (1 - self.alpha) * fresh
-        new = jax.lax.stop_gradient(new)
+        grads = term_gradients(terms_fn, params, batch, names).astype(old.dtype)
+        fresh = self._fresh(grads, fixed)
+        lo, hi = self.bounds
+        fresh = jnp.where(jnp.isfinite(fresh), jnp.clip(fresh, lo, hi), old)
+        new = jnp.clip(self.alpha * old + (1 - self.alpha) * fresh, lo, hi)
+        new = jax.lax.stop_gradient(jnp.where(fixed, old, new))
         return {**state, "weights": {n: new[i] for i, n in enumerate(names)}}
 
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
@@ -158,6 +228,28 @@ class GradNorm:
             lambda s: s,
             state,
         )
+
+
+@dataclass(frozen=True)
+class Annealing(GradNorm):
+    """Learning-rate annealing (Wang, Teng & Perdikaris 2021, their algorithm 1): each
+    non-residual term gets ``w_hat_i = max|grad R| / mean|grad L_i|`` (``R``: the sum of the
+    ``residual`` terms, whose weights stay fixed), clipped to ``bounds`` and smoothed:
+    ``w_i <- alpha * w_i + (1 - alpha) * w_hat_i`` (the paper's alpha is ``1 - alpha``).
+    Otherwise as :class:`GradNorm` (without ``residual``, the scale is the largest gradient
+    entry over all terms)."""
+
+    every: int = 100
+
+    rule = "max/mean"
+
+    def _fresh(self, grads: jax.Array, fixed: jax.Array) -> jax.Array:
+        mean = jnp.mean(jnp.abs(grads), axis=1)
+        if self.residual is None:
+            top = jnp.max(jnp.abs(grads))
+        else:
+            top = jnp.max(jnp.abs(jnp.sum(jnp.where(fixed[:, None], grads, 0), axis=0)))
+        return jnp.where(mean > 0, top / jnp.where(mean > 0, mean, 1), jnp.nan)
 
 
 def causal_weights(chunk_losses: jax.Array, eps: float | jax.Array) -> jax.Array:
@@ -224,10 +316,14 @@ class Causal:
         """The ``base`` weighting started from the terms' own weights."""
         return replace(self, base=with_term_weights(self.base or Fixed(), terms))
 
+    def with_residual_terms(self, names: Sequence[str]) -> Causal:
+        """The ``base`` weighting told which terms are the residuals."""
+        return replace(self, base=with_residual_terms(self.base or Fixed(), names))
+
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
         """The ``base`` weighting's update (the causal weights are computed inside the loss)."""
         base = self.base or Fixed()
         return base.update(state, params=params, batch=batch, terms_fn=terms_fn, step=step)
 
 
-Weighting = Fixed | GradNorm | Causal
+Weighting = Fixed | GradNorm | Annealing | Causal
