@@ -141,18 +141,13 @@ def overrides_for(entry: Entry, mode: str, spec) -> list[str]:
     return out
 
 
-def fem_options(spec, mode: str) -> dict:
-    opts = spec.fem
-    kw = {"cells": opts.cells, "element": opts.element}
-    if mode == "quick":
-        kw["cells"] = min(opts.cells, 16)
-    elif mode == "smoke":
-        kw.update(cells=4, element="P1")
-    if opts.dt is not None:
-        kw["dt"] = opts.dt
-    if mode == "smoke":
-        kw["steps"] = 10
-    return kw
+def study_options(mode: str, pinn_seconds: float) -> dict:
+    """The FEM refinement study's settings: full mode refines P1-P3 until it matches the
+    PINN at equal accuracy and at equal time (a level may take up to 1.5x the PINN's time,
+    at least 60 s, at most 600 s); quick and smoke modes two small meshes of P1 and P2."""
+    if mode == "full":
+        return {"max_level_seconds": min(600.0, max(60.0, 1.5 * pinn_seconds))}
+    return {"elements": ("P1", "P2"), "cells": (4, 8), "max_level_seconds": 30.0}
 
 
 def _reference(name: str):
@@ -210,31 +205,53 @@ def run_entry(entry: Entry, mode: str) -> dict:
         out["pinn_traceback"] = traceback.format_exc(limit=8)
         return out
     if entry.fem:
-        out["fem"] = run_fem(problem, spec, mode)
+        out["fem"] = run_fem(problem, mode, out["pinn"], built.spec.evaluation.resolution)
     return out
 
 
-def run_fem(problem, spec, mode: str) -> dict:
+def run_fem(problem, mode: str, pinn_result: dict, resolution=None) -> dict:
+    """The FEM matched with the PINN: a refinement study (``pinn.fem.study.refine``), its
+    cheapest level at least as accurate as the PINN and its most accurate level within
+    the PINN's wall time (the comparisons ``pinn compare`` makes). Never raises."""
     from pinn import fem
+    from pinn.fem.study import refine, worst
 
-    kw = fem_options(spec, mode)
-    if not problem.is_evolution:
-        kw.pop("steps", None)
-    res: dict = {"options": dict(kw)}
+    err = worst(pinn_result.get("rel_l2"))
+    secs = float(pinn_result.get("wall_seconds") or 0.0)
+    kw = study_options(mode, secs)
+    res: dict = {"date": C.machine()["date"], "load_start": C.load_average(),
+                 "options": {k: list(v) if isinstance(v, tuple) else v for k, v in kw.items()}}
     try:
-        t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fsol = fem.solve(problem, **kw)
-        res["solve_seconds"] = time.perf_counter() - t0
-        res["dofs"] = int(fsol.dofs)
-        errs = fsol.errors()  # the same grid and rule as the PINN's (pinn.evaluate)
-        res["rel_l2"], res["max_abs_error"] = errs["rel_l2"], errs["max_abs_error"]
+            study = refine(problem, target_error=err, budget_seconds=secs,
+                           resolution=resolution, **kw)
+        res["study"] = study.to_data()
+        acc, tim = study.equal_accuracy(err), study.equal_time(secs)
+        res["equal_accuracy"] = None if acc is None else dataclasses.asdict(acc)
+        res["equal_time"] = None if tim is None else dataclasses.asdict(tim)
+        if not study.levels:
+            res["error"] = "no level solved: " + "; ".join(f"{k}: {v}" for k, v in
+                                                           study.stopped.items())
     except fem.UnsupportedProblem as exc:
         res["unsupported"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - recorded, the suite goes on
         res["error"] = f"{type(exc).__name__}: {exc}"
     return res
+
+
+def rematch_fem(entry: Entry, r: dict, mode: str) -> dict:
+    """``--fem-only``: the FEM side again, against a stored PINN result."""
+    import pinn.config
+
+    path = str(PROBLEMS_DIR / entry.file)
+    built = pinn.config.load(path, r.get("overrides") or [])
+    problem = built.problem
+    if entry.reference:
+        problem = dataclasses.replace(problem, reference=_reference(entry.reference))
+    fem_res = run_fem(problem, mode, r["pinn"], built.spec.evaluation.resolution)
+    fem_res["separate_run"] = True
+    return fem_res
 
 
 # ---------------------------------------------------------------------------
@@ -270,11 +287,43 @@ def summary(res: dict) -> str:
          f"{C.fmt(p.get('wall_seconds'), '.1f')} s ({p.get('steps')} steps)")
     f = res.get("fem")
     if f:
-        if "rel_l2" in f:
-            s += f"; FEM {_field_errs(f['rel_l2'])} in {f['solve_seconds']:.1f} s"
+        if "study" in f:
+            s += f"; FEM at equal accuracy: {_equal_accuracy(f, p)}; at equal time: " \
+                 f"{_equal_time(f, p)}"
         else:
             s += f"; FEM: {(f.get('unsupported') or f.get('error', ''))[:120]}"
     return s
+
+
+def _worst(d) -> float:
+    vals = [v for v in (d or {}).values() if v is not None]
+    return max(vals) if vals else math.nan
+
+
+def _equal_accuracy(f: dict, p: dict) -> str:
+    lv = f.get("equal_accuracy")
+    if lv is None:
+        levels = (f.get("study") or {}).get("levels") or []
+        best = min(levels, key=lambda v: _worst(v["rel_l2"]), default=None)
+        return ("not reached" + (f" (best {C.fmt(_worst(best['rel_l2']))}, {best['element']} "
+                                 f"{best['cells']} cells, {best['seconds']:.3g} s)"
+                                 if best else ""))
+    secs = p.get("wall_seconds") or math.nan
+    ratio = secs / lv["seconds"] if lv["seconds"] > 0 else math.inf
+    dt = f", dt {lv['dt']:.2g}" if lv.get("dt") else ""
+    return (f"{lv['element']} {lv['cells']} cells{dt}, {lv['seconds']:.3g} s "
+            + (f"({ratio:.3g}x faster)" if ratio >= 1 else f"({1 / ratio:.3g}x slower)"))
+
+
+def _equal_time(f: dict, p: dict) -> str:
+    lv = f.get("equal_time")
+    if lv is None:
+        return "every level took longer"
+    e, mine = _worst(lv["rel_l2"]), _worst(p.get("rel_l2"))
+    ratio = mine / e if e > 0 else math.inf
+    dt = f", dt {lv['dt']:.2g}" if lv.get("dt") else ""
+    return (f"{C.fmt(e)} ({lv['element']} {lv['cells']} cells{dt}; "
+            + (f"{ratio:.3g}x lower)" if ratio >= 1 else f"{1 / ratio:.3g}x higher)"))
 
 
 def sci(v: float) -> str:
@@ -323,16 +372,22 @@ def report(data: dict, command: str) -> str:
     lines += ["Relative L2 error ||u - u_ref|| / ||u_ref|| on the evaluation grid "
               "(`pinn.evaluation_grid`, the same points for PINN and FEM), float32 training "
               "unless noted. PINN time: wall time of `pinn.solve` (compilation included; "
-              "compile seconds in brackets). FEM time: `pinn.fem.solve` wall time.", ""]
-    header = ("problem", "PINN rel. L2", "PINN time (s)", "steps", "FEM rel. L2",
-              "FEM time (s)", "FEM dofs", "published (rel. L2)")
+              "compile seconds in brackets). FEM is matched with each PINN as `pinn compare` "
+              "does it: a refinement study (P1-P3 on doubling meshes; evolution problems: the "
+              "time step follows the cell size; `pinn.fem.study`) gives the cheapest FEM at "
+              "least as accurate as the PINN (its `pinn.fem.solve` wall time, and how much "
+              "sooner than the PINN it is done) and the most accurate FEM within the PINN's "
+              "wall time (its error, and how much lower than the PINN's it is). The whole "
+              "sequences are in `benchmarks/results/accuracy.json`.", ""]
+    header = ("problem", "PINN rel. L2", "PINN time (s)", "steps", "FEM at equal accuracy",
+              "FEM at equal time", "published (rel. L2)")
     rows = []
     for key in [k for k in SUITE if k in data["entries"]] + [
             k for k in data["entries"] if k not in SUITE]:
         r = data["entries"][key]
         anchors = "; ".join(f"{sci(a.rel_l2)} ({a.what})" for a in ANCHORS if a.problem == key)
         if "pinn_error" in r:
-            rows.append((r.get("title", key), "failed", "–", "–", "–", "–", "–", anchors or "–"))
+            rows.append((r.get("title", key), "failed", "–", "–", "–", "–", anchors or "–"))
             continue
         p = r["pinn"]
         err = _field_errs(p.get("rel_l2"))
@@ -345,15 +400,14 @@ def report(data: dict, command: str) -> str:
                  f"({C.fmt(p.get('compile_seconds'), '.0f')})")
         f = r.get("fem")
         if f is None:
-            fem_cells = ("–", "–", "–")
-        elif "rel_l2" in f:
-            opts = f.get("options", {})
-            fem_cells = (_field_errs(f["rel_l2"]) + f" ({opts.get('element')}, "
-                         f"{opts.get('cells')} cells)", C.fmt(f.get("solve_seconds"), ".1f"),
-                         str(f.get("dofs", "–")))
+            fem_cells = ("–", "–")
+        elif "study" in f and f["study"].get("levels"):
+            fem_cells = (_equal_accuracy(f, p), _equal_time(f, p))
+        elif "study" not in f and "rel_l2" in f:  # an old result: one fixed mesh
+            fem_cells = ("not matched (an old fixed-mesh result)", "–")
         else:
             why = "not supported" if "unsupported" in f else "failed"
-            fem_cells = (why + " (see below)", "–", "–")
+            fem_cells = (why + " (see below)", "–")
         rows.append((r.get("title", key), err, ptime, str(p.get("steps")), *fem_cells,
                      anchors or "–"))
     lines += [C.table(header, rows), ""]
@@ -378,6 +432,12 @@ def report(data: dict, command: str) -> str:
             notes.append(f"- {key}: FEM baseline not supported: {f['unsupported'][:300]}")
         elif "error" in f:
             notes.append(f"- {key}: FEM failed: `{f['error'][:300]}`")
+        if f.get("separate_run"):
+            load = f.get("load_start")
+            notes.append(f"- {key}: the FEM study ran on {f.get('date')}"
+                         + (f" (load average {load[0]:.1f} at its start)" if load else "")
+                         + ", in a later run than the PINN (`--fem-only`): their times come "
+                         "from two runs of this machine")
         if r.get("run_note"):
             notes.append(f"- {key}: {r['run_note']}")
         if SUITE.get(key) and SUITE[key].notes:
@@ -423,6 +483,8 @@ def main(argv=None) -> int:
     ap.add_argument("--note", default=None,
                     help="a note on how these problems ran (e.g. pinned to one core beside "
                          "other jobs), printed with their results")
+    ap.add_argument("--fem-only", action="store_true",
+                    help="only redo the FEM matching, against the PINN results on record")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mode", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
@@ -455,6 +517,18 @@ def main(argv=None) -> int:
             # entries from before machines were recorded per entry ran on the old file's
             for r in data["entries"].values():
                 r.setdefault("machine", C.machine_line(old["machine"]))
+    if args.fem_only:
+        for key in keys:
+            r = data["entries"].get(key)
+            if r is None or "pinn" not in r or not SUITE[key].fem:
+                continue
+            print(f"[{mode}] {key}: FEM study ...", file=sys.stderr, flush=True)
+            r["fem"] = rematch_fem(SUITE[key], r, mode)
+            print("  " + summary(r), file=sys.stderr, flush=True)
+            C.write_json(jpath, data)
+            C.write_text(out, report(data, data.get("command", command)))
+        print(f"wrote {out} and {jpath}", file=sys.stderr)
+        return 0
     data["machine"] = C.machine()
     data["command"] = command
     failed = 0

@@ -13,7 +13,7 @@ import pytest
 
 import pinn
 from pinn.cli import main
-from pinn.fem import FactorCache
+from pinn.fem import SolveCache
 from pinn.fem.study import Level, Study, refine, worst
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -77,11 +77,11 @@ def test_a_factorisation_is_reused_across_queries_with_the_same_operator(poisson
     from pinn import fem
 
     mesh = fem.build_mesh(poisson.space, cells=16)
-    cache = FactorCache()
-    a = fem.solve(poisson, mesh=mesh, element="P2", factors=cache)
+    cache = SolveCache()
+    a = fem.solve(poisson, mesh=mesh, element="P2", cache=cache)
     scaled = pinn.config.load(POISSON, ["equations.poisson=-laplacian(u) = 4*pi^2*sin(pi*x)"
                                         "*sin(pi*y)"]).problem
-    b = fem.solve(scaled, mesh=mesh, element="P2", factors=cache)
+    b = fem.solve(scaled, mesh=mesh, element="P2", cache=cache)
     assert (cache.misses, cache.hits) == (1, 1)
     fresh = fem.solve(scaled, mesh=mesh, element="P2")
     np.testing.assert_allclose(b.snapshots, fresh.snapshots, rtol=0, atol=1e-13)
@@ -117,3 +117,37 @@ def test_compare_reports_the_matched_levels_of_its_study(capsys, tmp_path):
                                                                           best.cells)
     assert "Equal accuracy" in printed and "Equal time" in printed
     assert (out / "pareto.png").stat().st_size > 10_000
+
+
+def test_a_changed_operator_is_factorised_anew_and_the_discretisation_rebound():
+    """Heat at two diffusivities on one mesh: the discretisation is rebound (one built),
+    each operator factorised once, and each solve equals a fresh one."""
+    from pinn import fem
+
+    path = os.path.join(ROOT, "problems", "heat2d_parametric.yaml")
+    probs = [pinn.config.load(path, [f"params.alpha={a}"]).problem for a in (0.02, 0.08)]
+    mesh = fem.build_mesh(probs[0].space, cells=6)
+    cache = SolveCache()
+    got = [fem.solve(p, mesh=mesh, element="P2", steps=20, cache=cache) for p in probs]
+    assert len(cache._discs) == 1 and cache.misses == 2
+    for p, g in zip(probs, got, strict=True):
+        fresh = fem.solve(p, mesh=mesh, element="P2", steps=20)
+        np.testing.assert_allclose(g.snapshots, fresh.snapshots, rtol=0, atol=1e-13)
+    assert not np.allclose(got[0].snapshots[-1], got[1].snapshots[-1])
+
+
+def test_evolution_levels_also_try_coarser_time_steps():
+    """Each heat mesh is solved on the time-step rule and with 4 and 16 times its step;
+    the rates are taken on the rule's levels, and the coarser steps are cheaper."""
+    heat = pinn.config.load(os.path.join(ROOT, "problems", "heat2d.yaml")).problem
+    s = refine(heat, elements=("P2",), cells=(8, 32), resolution=11)
+    by_mesh = {}
+    for lv in s.levels:
+        by_mesh.setdefault(lv.cells, {})[lv.coarser] = lv
+    for cells, lvs in by_mesh.items():
+        want = {1} | {c for c in (4, 16) if lvs[1].steps // c >= 4}  # at least 4 steps
+        assert set(lvs) == want and 4 in want, (cells, lvs[1].steps)
+        for c in want - {1}:
+            assert lvs[c].steps == lvs[1].steps // c and lvs[c].dt > lvs[1].dt
+    assert 16 in by_mesh[32]
+    assert [lv.coarser for lv in s.by_element()["P2"]] == [1, 1]

@@ -256,7 +256,8 @@ def _subcommand(args: list[str], *, show: bool = False) -> None:
     (progress lines) goes to ours."""
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "pinn.cli", *args], stdout=subprocess.DEVNULL,
+    proc = subprocess.run([sys.executable, "-m", "pinn.cli", *args],
+                          stdout=None if show else subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     if proc.returncode == EXIT_INTERRUPTED:
         raise KeyboardInterrupt

@@ -185,9 +185,9 @@ def compare(
     verdict = matched_verdict(study, err, secs)
     for key, what in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time")):
         lv = verdict[key]
-        if lv is not None and (lv["element"], lv["cells"]) not in keep:
-            keep[(lv["element"], lv["cells"])] = (f"FEM at {what}",
-                                                  study.values[(lv["element"], lv["cells"])])
+        key = None if lv is None else (lv["element"], lv["cells"], lv["coarser"])
+        if key is not None and key not in keep:
+            keep[key] = (f"FEM at {what}", study.values[key])
     preds = dict(keep.values())
     table = write_matched_comparison(out_dir, built.problem, pinn_run, study, preds,
                                      resolution=res,

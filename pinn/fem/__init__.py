@@ -24,7 +24,7 @@ built from the pinn geometries (:func:`build_mesh`) or passed as ``mesh=``.
 ``Problem.reference``.
 """
 
-from pinn.fem.assemble import FactorCache
+from pinn.fem.assemble import SolveCache
 from pinn.fem.mesh import build_mesh
 from pinn.fem.reference import fem_reference
 from pinn.fem.solution import FEMSolution
@@ -33,5 +33,5 @@ from pinn.fem.weakform import UnsupportedProblem, translate
 
 __all__ = [
     "solve", "FEMSolution", "fem_reference", "build_mesh", "Newton",
-    "NewtonError", "UnsupportedProblem", "translate", "FactorCache",
+    "NewtonError", "UnsupportedProblem", "translate", "SolveCache",
 ]

@@ -8,6 +8,7 @@ quadrature.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 
 import numpy as np
@@ -315,10 +316,26 @@ class Discretisation:
     def matrix(self, data: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.N, self.N))
 
+    def rebind(self, problem, wf: WeakForm) -> Discretisation | None:
+        """This discretisation for another weak form of the same structure (the same
+        problem at another parameter value): the mesh, bases, quadrature, boundary dofs and
+        sparsity pattern are kept, the integrands and boundary values are the new ones.
+        None when the structure differs (fields, degrees, boundary parts, the Jacobian's
+        blocks): build a new one then."""
+        if _structure(wf) != _structure(self.wf):
+            return None
+        new = copy.copy(self)
+        new.problem, new.wf = problem, wf
+        new._boundary = [None if bd is None else {**bd, "term": bt}
+                         for bd, bt in zip(self._boundary, wf.boundary, strict=True)]
+        new._dirichlet = [(dofs, pts, ds.value) for (dofs, pts, _), ds
+                          in zip(self._dirichlet, wf.dirichlet, strict=True)]
+        return new
+
     @property
     def pattern_key(self) -> bytes:
         """A digest of what a factorisation depends on besides the matrix values: the
-        sparsity pattern, the fixed dofs and the periodic reduction (:class:`FactorCache`)."""
+        sparsity pattern, the fixed dofs and the periodic reduction (:class:`SolveCache`)."""
         key = getattr(self, "_pattern_key", None)
         if key is None:
             h = hashlib.blake2b(digest_size=16)
@@ -328,7 +345,7 @@ class Discretisation:
             key = self._pattern_key = h.digest()
         return key
 
-    def factor(self, data: np.ndarray, cache: FactorCache | None = None):
+    def factor(self, data: np.ndarray, cache: SolveCache | None = None):
         """LU of the matrix with identity rows at the fixed dofs; ``solve(rhs)`` -> dU.
         ``cache``: reuse the factorisation of an equal matrix (on an equal pattern)."""
         if cache is not None:
@@ -465,21 +482,53 @@ def _is_zero_expr(e: E.Expr) -> bool:
     return isinstance(e, E.Number) and e.value == 0
 
 
-class FactorCache:
-    """LU factorisations kept across solves on one mesh: a parametric query whose operator
-    does not change (a new source, boundary value or initial value) reuses the
-    factorisation and pays only its assembly and two triangular solves. Keys are digests of
-    the matrix values and of the pattern, so a changed operator is factorised anew.
-    ``hits`` / ``misses`` count reuses and new factorisations; at most ``maxsize`` are kept
-    (least recently used dropped)."""
+def _structure(wf: WeakForm) -> tuple:
+    """What a :class:`Discretisation` is built from besides the integrands' values."""
+    eqs = tuple((form.test.name,
+                 tuple(sorted({g.name for it in (form.source, *form.flux) for (g, _) in it.jac}
+                              | {g.name for g in form.mass})))
+                for form in wf.equations)
+    return (tuple(f.name for f in wf.fields), tuple(sorted((f.name, k) for f, k in
+                                                           wf.degree.items())),
+            eqs, tuple((b.test.name, repr(b.on), tuple(g.name for g, _ in b.integrand.jac))
+                       for b in wf.boundary),
+            tuple((d.field.name, repr(d.on)) for d in wf.dirichlet),
+            tuple((n, tuple(f.name for f in fs), pair) for n, fs, pair in wf.periodic),
+            tuple(sorted(f.name for f in wf.value_free)))
+
+
+class SolveCache:
+    """What many solves on one mesh share (parametric queries): the discretisation (bases,
+    quadrature, boundary dofs, sparsity pattern; rebuilt only when the weak form's
+    structure changes) and the LU factorisations. A query whose operator does not change
+    (a new source, boundary value or initial value) reuses the factorisation and pays only
+    its assembly and two triangular solves. Factorisations are keyed by digests of the
+    matrix values and of the pattern, so a changed operator is factorised anew. ``hits`` /
+    ``misses`` count reuses and new factorisations; at most ``maxsize`` are kept (least
+    recently used dropped)."""
 
     def __init__(self, maxsize: int = 8):
         from collections import OrderedDict
 
         self.maxsize = int(maxsize)
         self._kept: OrderedDict = OrderedDict()
+        self._discs: dict = {}
         self.hits = 0
         self.misses = 0
+
+    def discretisation(self, problem, wf: WeakForm, mesh, intorder: int | None = None
+                       ) -> Discretisation:
+        """A :class:`Discretisation` of ``wf`` on ``mesh``: an earlier one rebound when the
+        structure is the same, else a new one (kept for the next query)."""
+        key = (id(mesh), intorder)
+        old = self._discs.get(key)
+        if old is not None and old[0] is mesh:
+            new = old[1].rebind(problem, wf)
+            if new is not None:
+                return new
+        disc = Discretisation(problem, wf, mesh, intorder=intorder)
+        self._discs[key] = (mesh, disc)
+        return disc
 
     def get(self, disc: Discretisation, data: np.ndarray):
         key = (disc.pattern_key, hashlib.blake2b(np.ascontiguousarray(data).tobytes(),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pinn.fem.assemble import Discretisation, FactorCache
+from pinn.fem.assemble import Discretisation, SolveCache
 from pinn.fem.mesh import build_mesh
 from pinn.fem.solution import FEMSolution
 from pinn.fem.weakform import UnsupportedProblem, translate
@@ -43,7 +43,7 @@ def _degree(element) -> int:
 
 def _newton(disc: Discretisation, U: np.ndarray, F, J, newton: Newton, what: str,
             linear: bool, solve_with=None, reuse: dict | None = None,
-            factors: FactorCache | None = None):
+            factors: SolveCache | None = None):
     """Solve ``F(U) = 0`` on the free dofs from ``U`` (whose fixed dofs are already set).
 
     ``J(U)`` returns the Jacobian's values on the discretisation's sparsity
@@ -51,7 +51,7 @@ def _newton(disc: Discretisation, U: np.ndarray, F, J, newton: Newton, what: str
     ``reuse``: a dict that keeps the last factorisation between calls (time
     steps); it is used while it reduces the residual at least twofold per
     iteration, and refreshed otherwise (a chord/Newton hybrid). ``factors``: a
-    :class:`FactorCache` that a linear solve takes its factorisation from.
+    :class:`SolveCache` that a linear solve takes its factorisation from.
     """
     if linear:
         if solve_with is None:
@@ -104,7 +104,7 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
           refine: int | None = None, mesh=None, element: str | int = "P1",
           dt: float | None = None, theta: float = 0.5, steps: int | None = None,
           startup: int = 0, store_every: int | None = None, newton: Newton = Newton(),
-          intorder: int | None = None, factors: FactorCache | None = None) -> FEMSolution:
+          intorder: int | None = None, cache: SolveCache | None = None) -> FEMSolution:
     """Solve ``problem`` with continuous Lagrange finite elements.
 
     Mesh: ``cells`` (cells along the longest side), ``h`` (target size),
@@ -118,8 +118,9 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
     Euler half-steps damp the start for rough data (Rannacher).  One LU
     factorisation is reused when the operator does not change in time.
     ``store_every``: keep every n-th step (default: all steps while they fit
-    in ~400 MB).  ``factors``: a :class:`~pinn.fem.FactorCache` shared by many
-    solves on one ``mesh`` (parametric queries): a linear operator equal to one
+    in ~400 MB).  ``cache``: a :class:`~pinn.fem.SolveCache` shared by many
+    solves on one ``mesh`` (parametric queries): the discretisation is rebuilt only
+    when the weak form's structure changes, and a linear operator equal to one
     already factorised is not factorised again.
 
     Raises :class:`~pinn.fem.UnsupportedProblem` for equations outside the
@@ -140,7 +141,8 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
     if mesh is None:
         mesh = build_mesh(shape, cells=cells, h=h, refine=refine)
     t_start = _time.perf_counter()
-    disc = Discretisation(problem, wf, mesh, intorder=intorder)
+    disc = (Discretisation(problem, wf, mesh, intorder=intorder) if cache is None
+            else cache.discretisation(problem, wf, mesh, intorder))
     _warn_natural(problem, wf, disc)
     info = {"element": {f.name: f"P{k}" for f, k in wf.degree.items()}, "linear": wf.linear,
             "mesh_cells": int(mesh.t.shape[1]), "theta": None, "dt": None, "newton_iterations": 0}
@@ -149,14 +151,14 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
         if not wf.linear:
             U0 = disc.harmonic_lift(U0)
         U, its = _newton(disc, U0, disc.residual, disc.jacobian_data, newton,
-                         f"{problem.name} (steady)", wf.linear, factors=factors)
+                         f"{problem.name} (steady)", wf.linear, factors=cache)
         info["newton_iterations"] = its
         U = _zero_means(disc, U)
         snapshots, times = U[None, :], None
     else:
         snapshots, times = _evolve(problem, disc, wf, dt=dt, theta=theta, steps=steps,
                                    startup=startup, store_every=store_every, newton=newton,
-                                   info=info, factors=factors)
+                                   info=info, factors=cache)
     seconds = _time.perf_counter() - t_start
     return FEMSolution(
         mesh, problem.field_names, {f.name: k for f, k in wf.degree.items()}, snapshots,

@@ -5,7 +5,9 @@ and elements, and the FEM that matches a PINN at equal accuracy or at equal time
 elements on meshes of 4, 8, 16, ... cells per side (evolution problems: the time step
 follows the cell size, ``dt ~ h^((k+1)/2)``, so that Crank-Nicolson's O(dt^2) error keeps
 pace with the O(h^(k+1)) of P_k), times every solve and scores it on the evaluation grid.
-An element's sequence stops once refining further can help neither comparison (its error
+Evolution problems also try each mesh with 4 and 16 times the rule's time step (a smooth
+solution may need far fewer steps than the rule gives): the comparisons pick among all
+levels. An element's sequence stops once refining further can help neither comparison (its error
 is at most ``target_error`` and its time at least ``budget_seconds``), when the next solve
 would exceed ``max_level_seconds`` (predicted from the last two), when the error stops
 falling (the truth's own accuracy), or when the solver fails.
@@ -48,6 +50,8 @@ class Level:
     h: float
     dt: float | None = None
     steps: int | None = None
+    coarser: int = 1  # evolution: the time step is this many times the rule's
+
 
     @property
     def error(self) -> float:
@@ -56,6 +60,10 @@ class Level:
     @property
     def label(self) -> str:
         return f"{self.element}, {self.cells} cells" + (f", dt {self.dt:.3g}" if self.dt else "")
+
+    @property
+    def key(self) -> tuple:
+        return (self.element, self.cells, self.coarser)
 
 
 @dataclass
@@ -82,9 +90,12 @@ class Study:
         return min(ok, key=lambda lv: lv.error) if ok else None
 
     def by_element(self) -> dict[str, list[Level]]:
+        """Each element's levels on the time-step rule (``coarser == 1``), coarsest mesh
+        first."""
         out: dict[str, list[Level]] = {}
         for lv in self.levels:
-            out.setdefault(lv.element, []).append(lv)
+            if lv.coarser == 1:
+                out.setdefault(lv.element, []).append(lv)
         return out
 
     def rates(self, element: str) -> list[float]:
@@ -136,6 +147,19 @@ def refine(problem, *, elements: Sequence[str] = ("P1", "P2", "P3"),
     shift = ev.up_to_constant(problem)
     fem.solve(problem, cells=seq[0], element="P1", theta=theta)  # warm-up: imports, caches
     study = Study(problem.name)
+
+    def solved(element, n, sol, seconds, coarser):
+        pred = ev.predict_in_chunks(sol.evaluate, grid.points)
+        errs = ev.field_errors(pred, truth, shift)
+        info = sol.info
+        lv = Level(element, n, int(sol.dofs), seconds, errs["rel_l2"], errs["max_abs_error"],
+                   1.0 / n, info.get("dt"), info.get("steps"), coarser)
+        study.levels.append(lv)
+        study.values[lv.key] = pred
+        if progress is not None:
+            progress(lv)
+        return lv
+
     for element in elements:
         last: list[Level] = []
         for n in seq:
@@ -148,20 +172,24 @@ def refine(problem, *, elements: Sequence[str] = ("P1", "P2", "P3"),
             t0 = time.perf_counter()
             try:
                 sol = fem.solve(problem, cells=n, element=element, theta=theta)
+            except fem.UnsupportedProblem as exc:  # e.g. no P3 element on a 1D mesh
+                study.stopped[element] = f"not available: {exc}"
+                break
             except (NewtonError, MemoryError, np.linalg.LinAlgError, RuntimeError) as exc:
                 study.stopped[element] = f"{n} cells: {type(exc).__name__}: {exc}"
                 break
-            seconds = time.perf_counter() - t0
-            pred = ev.predict_in_chunks(sol.evaluate, grid.points)
-            errs = ev.field_errors(pred, truth, shift)
-            info = sol.info
-            lv = Level(element, n, int(sol.dofs), seconds, errs["rel_l2"],
-                       errs["max_abs_error"], 1.0 / n, info.get("dt"), info.get("steps"))
-            study.levels.append(lv)
-            study.values[(element, n)] = pred
+            lv = solved(element, n, sol, time.perf_counter() - t0, 1)
             last.append(lv)
-            if progress is not None:
-                progress(lv)
+            for coarser in (4, 16) if problem.is_evolution and lv.steps else ():
+                if lv.steps // coarser < 4:
+                    break
+                t0 = time.perf_counter()
+                try:
+                    coarse = fem.solve(problem, cells=n, element=element, theta=theta,
+                                       steps=lv.steps // coarser)
+                except (NewtonError, MemoryError, np.linalg.LinAlgError, RuntimeError):
+                    break  # too large a step for Newton: the finer ones stand
+                solved(element, n, coarse, time.perf_counter() - t0, coarser)
             if not math.isfinite(lv.error):
                 study.stopped[element] = f"{n} cells: the error is not finite"
                 break

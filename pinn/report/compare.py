@@ -223,10 +223,11 @@ def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mappi
         e = worst(lv["rel_l2"])
         vs = (f"{_ratio(secs, lv['seconds'])} faster" if key == "equal_accuracy"
               else f"{_ratio(err, e)} more accurate")
-        rows.append((f"FEM at {what}: {lv['element']}, {lv['cells']} cells",
+        dt = f", dt {lv['dt']:.3g}" if lv.get("dt") else ""
+        rows.append((f"FEM at {what}: {lv['element']}, {lv['cells']} cells{dt}",
                      _per_field(lv["rel_l2"]), _per_field(lv["max_abs_error"]),
                      _fmt(lv["seconds"], ".3g"), f"{lv['dofs']} dofs", vs))
-    for label, row in zip(runs or {}, comparison_rows(runs) if runs else [], strict=True):
+    for row in comparison_rows(runs) if runs else []:
         rows.append(row[:4] + (row[5], "–"))
     table = markdown_table(MATCHED_HEADER, rows)
     name = getattr(problem, "name", "problem")
@@ -238,7 +239,11 @@ def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mappi
     marks = {f"FEM at {w}": (verdict[k]["seconds"], worst(verdict[k]["rel_l2"]))
              for k, w in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time"))
              if verdict[k] is not None}
-    plots.pareto_figure(curves, out_dir / "pareto.png", marks=marks,
+    coarse = [lv for lv in study.levels if lv.coarser > 1]
+    points = ({"FEM, 4x and 16x the time step": ([lv.seconds for lv in coarse],
+                                                 [lv.error for lv in coarse])}
+              if coarse else {})
+    plots.pareto_figure(curves, out_dir / "pareto.png", marks=marks, points=points,
                         title=f"{name}: error against wall time")
     grid = ev.evaluation_grid(problem, resolution)
     truth = ev.truth(problem, grid.points)

@@ -371,13 +371,19 @@ def table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], path: str
 
 def pareto_figure(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
                   path: str | os.PathLike, *, marks: Mapping[str, tuple[float, float]] = (),
+                  points: Mapping[str, tuple[Sequence[float], Sequence[float]]] = (),
                   title: str = "") -> str:
     """Error against wall time, log-log (for ``pinn compare``): ``curves[label] = (seconds,
     errors)`` (a FEM refinement sequence per element, a PINN's training history) drawn as
-    lines with markers; ``marks[label] = (seconds, error)`` ringed points (the matched
-    FEM levels)."""
+    lines with markers; ``points[label]`` as markers only (FEM with coarser time steps);
+    ``marks[label] = (seconds, error)`` ringed points (the matched FEM levels)."""
     plt = _plt()
     fig, ax = _subplots(plt, figsize=(6.4, 4.6))
+    for label, (ts, es) in dict(points).items():
+        ts, es = np.asarray(ts, float), np.asarray(es, float)
+        keep = np.isfinite(ts) & np.isfinite(es) & (ts > 0) & (es > 0)
+        if keep.any():
+            ax.loglog(ts[keep], es[keep], "x", ms=5, color="0.45", label=label)
     for label, (ts, es) in curves.items():
         ts, es = np.asarray(ts, float), np.asarray(es, float)
         keep = np.isfinite(ts) & np.isfinite(es) & (ts > 0) & (es > 0)
