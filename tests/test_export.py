@@ -320,3 +320,35 @@ def test_inference_benchmark_smoke(tmp_path):
     res = json.loads(out.with_suffix(".json").read_text())
     assert {r["side"] for r in res["rows"]} == {"pinn predict", "StableHLO", "ONNX", "FEM"}
     assert all(v > 0 for r in res["rows"] for v in r["throughput"].values())
+
+
+def test_a_parametric_solution_exports_with_its_parameter_as_an_input(capsys, tmp_path):
+    """heat2d_parametric: the graph takes (x, y, t, alpha); at alpha values across the range
+    it equals Solution.evaluate, and `pinn predict FILE --param` appends the column."""
+    import pinn.export as X
+    from pinn.solution import Solution
+
+    path = HEAT.parent / "heat2d_parametric.yaml"
+    run = tmp_path / "run"
+    assert main(["solve", str(path), "--out", str(run), "--quiet", *_tiny(100)]) == 0
+    art = X.export_run(run, tmp_path / "x")[0]
+    assert art.meta["inputs"] == ["x", "y", "t", "alpha"]
+    assert art.meta["parametric_inputs"] == ["alpha"] and "alpha" not in art.meta["parameters"]
+    assert art.meta["normalisation"]["box"]["alpha"] == [0.01, 0.1]
+    graph, sol = X.load(art.path), Solution.load(run)
+    pts = np.random.default_rng(0).random((50, 3))
+    for alpha in (0.01, 0.037, 0.1):
+        want = sol.evaluate(pts, params={"alpha": alpha})["u"]
+        got = graph.evaluate(np.column_stack([pts, np.full(50, alpha)]))["u"]
+        assert _rel(got[:, None], want[:, None])[0] < 1e-5, alpha
+    np.savetxt(tmp_path / "p.csv", pts, delimiter=",", header="x,y,t", comments="")
+    rc, out, err = _cli(capsys, "predict", art.path, "-p", tmp_path / "p.csv", "--param",
+                        "alpha=0.037")
+    assert rc == 0, err
+    rows = np.loadtxt(out.splitlines()[1:], delimiter=",")
+    np.testing.assert_allclose(rows[:, 3], 0.037)
+    want = sol.evaluate(pts, params={"alpha": 0.037})["u"]
+    assert _rel(rows[:, 4:5], want[:, None])[0] < 1e-5
+    rc, _, err = _cli(capsys, "predict", art.path, "-p", tmp_path / "p.csv", "--param",
+                      "alpha=0.5")
+    assert rc == 2 and "outside the range it was trained on" in err

@@ -40,8 +40,9 @@ def export_(
                           "u,v,u_x,\"u_t - alpha*laplacian(u)\" (default: the fields).")
                        ] = None,
     params: Annotated[str | None, typer.Option(
-        "--params", help="Parametric inputs to expose as extra columns of points (ranged "
-                         "parameters; none of the problems has one yet).")] = None,
+        "--params", help="The parametric inputs, as a check: a parametric run's ranged "
+                         "parameters are always inputs, columns after the coordinates "
+                         "(e.g. --params alpha).")] = None,
     dtype: Annotated[str, typer.Option(
         "--dtype", help="Precision inside the graph, comma-separated: float32, float16, "
                         "bfloat16 (StableHLO only), int8 (ONNX only: weights quantised by "
@@ -62,9 +63,14 @@ def export_(
     sol = _load_run(run_dir)
     if params:
         names = [p.strip() for p in params.split(",") if p.strip()]
-        raise UserError(f"--params {', '.join(names)}: {sol.problem.name} has no parametric "
-                        "(ranged) parameter; its parameters are constants of the graph "
-                        "(parametric inputs are not supported yet)")
+        ranged = [p.name for p in sol.problem.ranged]
+        if not ranged:
+            raise UserError(f"--params {', '.join(names)}: {sol.problem.name} has no "
+                            "parametric (ranged) parameter; its parameters are constants of "
+                            "the graph (give a parameter a range to make it an input)")
+        if names != ranged:
+            raise UserError(f"--params {', '.join(names)}: the parametric inputs of "
+                            f"{sol.problem.name} are {', '.join(ranged)} (in that order)")
     import warnings
 
     try:

@@ -396,7 +396,18 @@ def predict(
         from pinn import export as X
 
         graph = _user(X.load, run_dir)
-        pts = _user(io.read_points, points, graph.inputs)
+        ranged = list(graph.meta.get("parametric_inputs") or [])
+        if param:  # the coordinates from the file, the parameters from --param
+            import numpy as np
+
+            given = _artefact_params(param, ranged, graph.meta.get("normalisation", {})
+                                     .get("box", {}))
+            coords = [c for c in graph.inputs if c not in ranged]
+            pts = _user(io.read_points, points, coords)
+            pts = np.concatenate([pts, np.tile([given[k] for k in ranged], (len(pts), 1))],
+                                 axis=1)
+        else:
+            pts = _user(io.read_points, points, graph.inputs)
         text = io.write_values(out, pts, graph.inputs, graph.evaluate(pts))
         if text is not None:
             sys.stdout.write(text)
@@ -419,6 +430,35 @@ def predict(
     if out is not None:
         _out(f"wrote {len(pts)} rows to {out}")
     return EXIT_OK
+
+
+def _artefact_params(items: list[str], ranged: list[str], box: dict) -> dict[str, float]:
+    """``--param NAME=VALUE`` for an exported graph: every parametric input, in its box."""
+    import numpy as np
+
+    if not ranged:
+        raise UserError(f"--param {items[0]}: this exported graph has no parametric inputs; "
+                        "drop --param")
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or name.strip() not in ranged:
+            raise UserError(f"--param {item}: expected NAME=VALUE with NAME one of "
+                            f"{', '.join(ranged)}, e.g. --param {ranged[0]}="
+                            f"{box.get(ranged[0], [0])[0]}")
+    missing = [k for k in ranged if k not in out]
+    if missing:
+        raise UserError(f"--param: give a value for {', '.join(missing)} too")
+    for k, v in out.items():
+        lo, hi = box.get(k, (-np.inf, np.inf))
+        if not lo - 1e-9 * (hi - lo) <= v <= hi + 1e-9 * (hi - lo):
+            raise UserError(f"--param {k}={v}: outside the range it was trained on, "
+                            f"[{lo}, {hi}]")
+    return out
 
 
 def _param_values(items: list[str] | None, problem) -> dict[str, float] | None:

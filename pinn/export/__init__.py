@@ -141,9 +141,10 @@ def _file_name(problem: str, kind: str, dtype: str) -> str:
 
 def _meta(solution, graph: Graph, kind: str, dtype: str, source: str | None, run) -> dict:
     problem = solution.problem
-    lo, hi = problem.box
+    lo, hi = problem.input_box
     learned = solution.learned_params()
-    params = {p.name: learned.get(p.name, p.value) for p in problem.params}
+    params = {p.name: learned.get(p.name, p.value) for p in problem.params
+              if p.range is None}
     extra = ("jax2onnx", "onnx", "onnxruntime") if kind == "onnx" else ()
     return {
         "kind": kind, "problem": problem.name, "run": None if run is None else str(run),
@@ -156,9 +157,10 @@ def _meta(solution, graph: Graph, kind: str, dtype: str, source: str | None, run
         "io_dtype": "float32", "dtype": "float32" if dtype == "int8" else dtype,
         "quantization": None,
         "normalisation": {
-            "inputs": "the problem's own coordinates, in its units; the graph maps the box "
-                      "below to [-1, 1] itself",
-            "box": {n: [float(a), float(b)] for n, a, b in zip(graph.inputs, lo, hi, strict=True)},
+            "inputs": "the problem's own coordinates (then its ranged parameters), in its "
+                      "units; the graph maps the box below to [-1, 1] itself",
+            "box": {n: [float(a), float(b)] for n, a, b in zip(graph.inputs + graph.parametric,
+                                                             lo, hi, strict=True)},
             "outputs": "the problem's units (no output scaling)"},
         "parameters": params, "trained_precision": f"float{solution.precision}",
         "versions": sidecar.versions(*extra), "source": source,
@@ -182,13 +184,6 @@ def export(solution, out: str | os.PathLike, *, formats: str | Sequence[str] = "
     """
     from pinn import evaluate as ev
 
-    ranged = solution.problem.ranged
-    if ranged:
-        raise ExportError(
-            f"{solution.problem.name} is parametric (ranged: "
-            f"{', '.join(f'{p.name} in {list(p.range)}' for p in ranged)}): export does not "
-            "take the parameters as inputs yet; evaluate it with `pinn predict RUN --points P "
-            f"--param {ranged[0].name}=VALUE` or Solution.evaluate(points, params=...)")
     outputs = split_outputs(outputs) if isinstance(outputs, str) else outputs
     pairs = _names(formats, dtypes)
     if any(k == "onnx" for k, _ in pairs):
@@ -199,6 +194,10 @@ def export(solution, out: str | os.PathLike, *, formats: str | Sequence[str] = "
     grid = ev.evaluation_grid(solution.problem,
                               solution.resolution if resolution is None else resolution)
     pts = grid.points
+    if solution.problem.ranged:  # parametric: the grid at both ends and the centre
+        values = [{p.name: p.range[0] + f * (p.range[1] - p.range[0])
+                   for p in solution.problem.ranged} for f in (0.0, 0.5, 1.0)]
+        pts = np.concatenate([ev.with_params(solution.problem, pts, v) for v in values])
     ref_d = solution.evaluate(pts, {k: k for k in graph.outputs})
     ref = np.stack([np.broadcast_to(np.asarray(ref_d[k], np.float64), (len(pts),))
                     for k in graph.outputs], axis=1)
@@ -211,7 +210,9 @@ def export(solution, out: str | os.PathLike, *, formats: str | Sequence[str] = "
         fn = _module(kind).load(path)
         errs = _errors(fn(pts.astype(np.float32)), ref, graph.outputs)
         meta["check"] = {"against": f"pinn.Solution.evaluate (float{solution.precision} "
-                                    "model)", "points": int(len(pts)),
+                                    "model)" + (", the grid at the ranges' ends and centre"
+                                                if graph.parametric else ""),
+                         "points": int(len(pts)),
                          "grid": list(grid.shape), **errs}
         if dtype == "float32" and max(errs["rel_l2"].values()) > FLOAT32_TOLERANCE:
             worst = max(errs["rel_l2"], key=errs["rel_l2"].get)

@@ -96,11 +96,11 @@ def build_graph(solution, outputs: Sequence[str] | None = None) -> Graph:
     problem = solution.problem
     exprs = _expressions(solution, outputs)
     names = list(exprs)
-    d = len(problem.coords)
+    d = len(problem.inputs)  # the coordinates, then the ranged parameters (parametric)
     with precision_scope(solution.precision):
         dtype = jnp.zeros(()).dtype
         try:
-            fn = compile_terms(exprs, coords=problem.coords, fields=problem.fields,
+            fn = compile_terms(exprs, coords=problem.inputs, fields=problem.fields,
                                apply=solution.apply, spatial=problem.spatial)
         except CompileError as exc:
             raise ExportError(f"cannot export {names}: {exc}") from None
@@ -123,7 +123,8 @@ def build_graph(solution, outputs: Sequence[str] | None = None) -> Graph:
             raise ExportError(f"the exported graph cannot hold {names}: {exc}; export "
                               "expressions of the fields and coordinates only") from None
     return Graph(graph, closed, spec, [c.name for c in problem.coords], names,
-                 {k: str(v) for k, v in exprs.items()}, precision=solution.precision)
+                 {k: str(v) for k, v in exprs.items()},
+                 parametric=[p.name for p in problem.ranged], precision=solution.precision)
 
 
 def _is_float(dtype) -> bool:
