@@ -239,9 +239,9 @@ def setup(problem, model=None, training: Training | None = None, *,
     default recipe is made for);
     ``training``: a :class:`Training` (default: Adam, then self-scaled Broyden);
     ``precision``: 32 or 64 (float64 for this run only; a stage's own ``precision`` wins);
-    None: auto, each stage in its optimiser's precision (:meth:`Training.stage_precisions`:
-    first-order stages in float32, second-order ones in float64, the parameters converted
-    once between them);
+    None: auto (:meth:`Training.stage_precisions`: 64 when a stage is a second-order
+    method, else 32; with :data:`pinn.training.MIXED_AUTO`, first-order stages in float32
+    and second-order ones in float64, the parameters converted once between them);
     ``out_dir``: the run folder (history, checkpoints, then solution, metrics, plots,
     report; None: nothing is written); ``resume``: continue from its last checkpoint;
     ``resolution``: the evaluation grid's nodes per axis (None: the default grid);
@@ -251,8 +251,8 @@ def setup(problem, model=None, training: Training | None = None, *,
     """
     model = model if model is not None else MLP(width=30, depth=3)
     training = training if training is not None else Training()
-    # each stage's precision (auto: first-order stages in float32, the second-order ones in
-    # float64), written into the stages where they differ; the run's is the highest
+    # each stage's precision (its own, else the run's or auto's), written into the stages
+    # where they differ; the run's is the highest
     training = training.with_stage_precisions(precision)
     precision = max(training.stage_precisions(precision))
     if resume and out_dir is None:

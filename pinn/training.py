@@ -98,9 +98,12 @@ class Training:
 
 #: Whether ``precision: auto`` trains the first-order stages in float32 and only the stages
 #: whose optimiser prefers float64 in float64 (the parameters converted once between them),
-#: rather than the whole run in float64. Measured on heat2d and burgers1d (issue 14,
-#: benchmarks/RESULTS.md): see the note there.
-MIXED_AUTO = True
+#: rather than the whole run in float64. Off: measured (issue 14, one seeded run each, 2
+#: shared cores), the mixed run was not better on both problems: heat2d 2.36e-7 in 29.5 s
+#: mixed, 1.54e-7 in 25.7 s float64; burgers1d 7.76e-6 in 173 s mixed, 4.89e-6 in 212 s
+#: float64 (its float32 Adam stage is 2.3x faster; heat2d's is too short to pay for the
+#: switch). Ask for it per stage: ``Stage(Adam(), n, precision=32)``.
+MIXED_AUTO = False
 
 
 def stage_precisions(prefers_float64: Sequence[bool], own: Sequence[int | None],

@@ -76,9 +76,17 @@ def test_stages_switch_from_float32_to_float64_and_resume_across_the_switch(tmp_
                               np.asarray(mixed.params["net"]["a"]))
 
 
-def test_auto_is_float32_adam_then_float64_second_order():
-    assert stage_precisions([False, True], [None, None]) == (32, 64)
-    assert stage_precisions([False, True], [None, None], "auto") == (32, 64)
+@pytest.mark.parametrize("mixed", [False, True])
+def test_auto_and_the_stages_own_precisions(monkeypatch, mixed):
+    """A stage's own precision wins; auto is float64 for the whole run when a stage prefers
+    it (MIXED_AUTO off, as measured), or float32 Adam then float64 SSBroyden (on)."""
+    import pinn.training as PT
+
+    monkeypatch.setattr(PT, "MIXED_AUTO", mixed)
+    auto = (32, 64) if mixed else (64, 64)
+    assert stage_precisions([False, True], [None, None]) == auto
+    assert stage_precisions([False, True], [None, None], "auto") == auto
+    assert stage_precisions([False, False], [None, None]) == (32, 32)
     assert stage_precisions([False, True], [None, None], 64) == (64, 64)
     assert stage_precisions([False, True], [64, None], 32) == (64, 32)
     with pytest.raises(ValueError, match="precision"):
@@ -90,7 +98,7 @@ def test_auto_is_float32_adam_then_float64_second_order():
                            conditions={"ends": pinn.Dirichlet(u, 0, on="boundary")})
     run_ = pinn.setup(problem, progress=False)  # the default recipe, precision auto
     assert run_.precision == 64
-    assert [s.precision for s in run_.training.stages] == [32, 64]
+    assert [s.precision for s in run_.training.stages] == ([32, 64] if mixed else [None, None])
     run_ = pinn.setup(problem, precision=64, progress=False)
     assert [s.precision for s in run_.training.stages] == [None, None]
     from pinn.config import load
@@ -98,10 +106,10 @@ def test_auto_is_float32_adam_then_float64_second_order():
     built = load("p.yaml", text="domain: {interval: [0, 1]}\n"
                  "equations: {poisson: \"-u_xx = 1\"}\n"
                  "conditions: {ends: {dirichlet: {u: 0}}}\n")
-    assert built.precision == 64 and built.stage_precisions == (32, 64)
-    assert [s.precision for s in built.training().stages] == [32, 64]
+    assert built.precision == 64 and built.stage_precisions == auto
     built = load("p.yaml", text="domain: {interval: [0, 1]}\n"
                  "equations: {poisson: \"-u_xx = 1\"}\n"
                  "training: {precision: 32, stages: [{adam: {}, steps: 10}, "
                  "{ssbroyden: {}, steps: 10, precision: 64}]}\n")
     assert built.precision == 64 and built.stage_precisions == (32, 64)
+    assert [s.precision for s in built.training().stages] == [32, 64]

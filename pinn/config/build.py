@@ -748,6 +748,6 @@ def build_training(b: Built):
                         seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
                         checkpoint_every=t.checkpoint_every or None, devices=t.devices,
                         micro_batch=t.micro_batch)
-    # each stage's precision in the stage where they differ (auto: float32 first-order
-    # stages, float64 second-order ones), so that setup(precision=b.precision) keeps them
+    # each stage's precision in the stage where they differ (a stage's own, or auto's with
+    # MIXED_AUTO), so that setup(precision=b.precision) keeps them
     return training.with_stage_precisions(t.precision)

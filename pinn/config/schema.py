@@ -893,8 +893,8 @@ def _devices(v: Any) -> Any:
 
 class TrainingSpec(Strict):
     seed: Seed = 0
-    # auto: each stage in its optimiser's precision (second-order methods such as
-    # ssbroyden in 64, first-order ones in 32, the parameters converted between them)
+    # auto: 64 when a stage is a second-order method (ssbroyden, ssbfgs, lm), else 32; a
+    # stage's own precision (32 or 64) wins
     precision: Literal[32, 64, "auto"] = "auto"
     points: PointsSpec = Field(default_factory=PointsSpec)
     stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(
