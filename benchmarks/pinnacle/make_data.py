@@ -15,16 +15,38 @@ described here; scores on them are not PINNacle's numbers:
   65 x 65 grid of [0, 4]^2: a random periodic field of Fourier modes up to 2 waves per
   period, amplitude about 1.
 
-    python benchmarks/pinnacle/make_data.py      # rewrites the files beside this script
+* ``*_ref.npz`` (``python make_data.py refs``): PINNacle's reference tables
+  (``../shared/pinnacle/ref/*.dat``, or ``$PINNACLE_REF``) converted to NPZ
+  (``points[N, d]`` and one array per field), so that a clean clone holds them: Burgers1d-C
+  (``burgers1d.dat``), Poisson2d-CG (``poisson_boltzmann2d.dat``), NS2d-C
+  (``lid_driven_a4.dat``), NS2d-CG (``ns_0_obstacle.dat``) whole, and Heat2d-LT
+  (``heat_longtime.dat``: 192 points x 501 time levels) at every 5th time level (t = 0, 1,
+  ..., 100: 19 392 of its 96 192 points, to stay under 1 MB).
+* ``ks_ref.npz``: a reference for KS, whose table (``Kuramoto_Sivashinsky.dat``) is not
+  public: ETDRK4 (Kassam and Trefethen 2005) with 512 Fourier modes on the periodic
+  [0, 2 pi], dt = 1e-4, kept at 256 x 101 points of [0, 2 pi) x [0, 1].
+* ``wave2d_ms_ref.npz``: a reference for Wave2d-MS that solves its PDE (PINNacle's closed
+  form does not: see wave2d_ms.yaml): u = U + w with U PINNacle's closed form and w the
+  sine series (400 modes per axis) of the forced wave equation w_tt = w_xx + 2 w_yy +
+  2 pi^2 U with zero data, each mode in closed form; at 20 000 seeded random points.
+* ``pinv_data.csv``, ``hinv_data.csv``: PInv's and HInv's noisy observations of u, as
+  PINNacle makes them (the 50 x 50 grid of [0, 1]^2, and ``heatinv_points.dat``'s 2500
+  points; u_ref plus Gaussian noise of standard deviation 0.1, seeded).
+
+    python benchmarks/pinnacle/make_data.py        # the stand-ins and the generated files
+    python benchmarks/pinnacle/make_data.py refs   # also convert PINNacle's tables
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+PINNACLE_REF = Path(os.environ.get("PINNACLE_REF", HERE.parents[2] / "shared" / "pinnacle" / "ref"))
 
 
 def _field(n: int, seed: int) -> np.ndarray:
@@ -67,7 +89,128 @@ def burgers_initial(n: int = 65, length: float = 4.0, seed: int = 1) -> dict[str
     return out
 
 
-def main() -> None:
+#: PINNacle's tables converted whole (or thinned): file -> (npz, coords, fields, time step)
+REFERENCES = {
+    "burgers1d.dat": ("burgers1d_c_ref.npz", ["x", "t"], ["u"], 1),
+    "poisson_boltzmann2d.dat": ("poisson2d_cg_ref.npz", ["x", "y"], ["u"], 1),
+    "lid_driven_a4.dat": ("ns2d_c_ref.npz", ["x", "y"], ["u", "v", "p"], 1),
+    "ns_0_obstacle.dat": ("ns2d_cg_ref.npz", ["x", "y"], ["u", "v", "p"], 1),
+    "heat_longtime.dat": ("heat2d_lt_ref.npz", ["x", "y", "t"], ["u"], 5),
+}
+
+
+def convert_references(src: Path = PINNACLE_REF) -> list[str]:
+    """PINNacle's reference tables as NPZ files beside this script (see the docstring)."""
+    from pinn.reference.file import FileReference
+
+    done = []
+    for name, (out, coords, fields, every) in REFERENCES.items():
+        ref = FileReference.from_table(src / name, coords, fields)
+        points, values = ref.points, ref.values
+        if every > 1:  # keep every `every`-th time level
+            times = np.unique(points[:, -1])
+            keep = np.isin(points[:, -1], times[::every])
+            points, values = points[keep], {k: v[keep] for k, v in values.items()}
+        np.savez_compressed(HERE / out, points=points.astype(np.float32),
+                            **{k: v.astype(np.float32) for k, v in values.items()})
+        done.append(f"{out} ({len(points)} points from {name})")
+    return done
+
+
+def ks_reference(n: int = 512, dt: float = 1e-4, t_end: float = 1.0, keep_x: int = 256,
+                 keep_t: int = 101) -> dict[str, np.ndarray]:
+    """KS ``u_t + alpha u u_x + beta u_xx + gamma u_xxxx = 0`` on the periodic [0, 2 pi]
+    (PINNacle's alpha = 100/16, beta = 100/16^2, gamma = 100/16^4), u0 = cos x (1 + sin x),
+    by ETDRK4 with the contour-integral coefficients of Kassam and Trefethen (2005)."""
+    alpha, beta, gamma = 100 / 16, 100 / 16**2, 100 / 16**4
+    x = 2 * np.pi * np.arange(n) / n
+    k = np.fft.rfftfreq(n, d=1.0 / n)
+    L = beta * k**2 - gamma * k**4
+    g = -0.5j * alpha * k
+    E, E2 = np.exp(dt * L), np.exp(dt * L / 2)
+    M = 32
+    r = np.exp(1j * np.pi * (np.arange(1, M + 1) - 0.5) / M)
+    LR = dt * L[:, None] + r[None, :]
+    Q = dt * np.real(np.mean((np.exp(LR / 2) - 1) / LR, axis=1))
+    f1 = dt * np.real(np.mean((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2)) / LR**3, axis=1))
+    f2 = dt * np.real(np.mean((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3, axis=1))
+    f3 = dt * np.real(np.mean((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR)) / LR**3, axis=1))
+
+    def nl(vh):
+        return g * np.fft.rfft(np.fft.irfft(vh, n) ** 2)
+
+    v = np.fft.rfft(np.cos(x) * (1 + np.sin(x)))
+    steps = int(round(t_end / dt))
+    every = steps // (keep_t - 1)
+    frames = [np.fft.irfft(v, n)]
+    for s in range(1, steps + 1):
+        Nv = nl(v)
+        a = E2 * v + Q * Nv
+        Na = nl(a)
+        b = E2 * v + Q * Na
+        Nb = nl(b)
+        c = E2 * a + Q * (2 * Nb - Nv)
+        Nc = nl(c)
+        v = E * v + Nv * f1 + 2 * (Na + Nb) * f2 + Nc * f3
+        if s % every == 0:
+            frames.append(np.fft.irfft(v, n))
+    U = np.array(frames)[:, :: n // keep_x]                  # [t, x]
+    ts = np.linspace(0, t_end, keep_t)
+    X, T = np.meshgrid(x[:: n // keep_x], ts, indexing="xy")
+    return {"points": np.c_[X.ravel(), T.ravel()], "u": U.ravel()}
+
+
+def wave2d_ms_closed_form(x, y, t):
+    """PINNacle's Wave2d-MS (Wave2D_LongTime) closed form U (which misses its PDE)."""
+    return (np.sin(np.pi * x) * np.sinh(np.pi * y) * np.cos(np.pi * t)
+            + np.sinh(3 * np.pi * x) * np.sin(2 * np.pi * y) * np.cos(np.pi * t))
+
+
+def wave2d_ms_reference(points: np.ndarray, modes: int = 400) -> np.ndarray:
+    """The solution of u_tt = u_xx + 2 u_yy on [0, 1]^2 x [0, 100] with u = U on the walls
+    and u = U, u_t = 0 at t = 0 (U: :func:`wave2d_ms_closed_form`). U_tt - U_xx - 2 U_yy =
+    -2 pi^2 U, so u = U + w with w_tt - w_xx - 2 w_yy = 2 pi^2 U and zero data; in the
+    sine basis each mode (m, n) of U is c_mn cos(pi t), and w_mn = 2 pi^2 c_mn (cos(pi t)
+    - cos(omega t)) / (omega^2 - pi^2), omega^2 = pi^2 (m^2 + 2 n^2). U's modes: sinh(a s)
+    = sum_j 2 j pi (-1)^(j+1) sinh(a) / (a^2 + j^2 pi^2) sin(j pi s)."""
+    x, y, t = points[:, 0], points[:, 1], points[:, 2]
+    j = np.arange(1, modes + 1)
+
+    def sinh_modes(a):
+        return 2 * j * np.pi * (-1.0) ** (j + 1) * np.sinh(a) / (a**2 + (j * np.pi) ** 2)
+
+    pi2 = np.pi**2
+
+    def series(m, n, coef, shape):
+        om2 = pi2 * (m**2 + 2 * n**2)
+        amp = 2 * pi2 * coef / (om2 - pi2)
+        return np.sum(amp * (np.cos(np.pi * t)[:, None] - np.cos(np.sqrt(om2) * t[:, None]))
+                      * shape, axis=1)
+
+    # sin(pi x) sinh(pi y): modes (1, j); sinh(3 pi x) sin(2 pi y): modes (j, 2)
+    w = (np.sin(np.pi * x) * series(1, j, sinh_modes(np.pi), np.sin(np.pi * np.outer(y, j)))
+         + np.sin(2 * np.pi * y) * series(j, 2, sinh_modes(3 * np.pi),
+                                          np.sin(np.pi * np.outer(x, j))))
+    return wave2d_ms_closed_form(x, y, t) + w
+
+
+def inverse_data(seed: int = 0) -> dict[str, np.ndarray]:
+    """PInv's and HInv's observations: u_ref plus N(0, 0.1) noise, at PINNacle's points."""
+    rng = np.random.default_rng(seed)
+    g = np.linspace(0, 1, 50)
+    X, Y = np.meshgrid(g, g)
+    x, y = X.ravel(), Y.ravel()
+    out = {"pinv": np.c_[x, y, np.sin(np.pi * x) * np.sin(np.pi * y) + rng.normal(0, 0.1, x.size)]}
+    pts_file = PINNACLE_REF / "heatinv_points.dat"
+    if pts_file.exists():
+        p = np.loadtxt(pts_file)
+        u = np.exp(-p[:, 2]) * np.sin(np.pi * p[:, 0]) * np.sin(np.pi * p[:, 1])
+        out["hinv"] = np.c_[p, u + rng.normal(0, 0.1, len(p))]
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     points, values = heat_coefficient()
     np.savez_compressed(HERE / "heat2d_vc_coef.npz", points=points.astype(np.float32),
                         values=values.astype(np.float32))
@@ -78,8 +221,25 @@ def main() -> None:
     for name in ("u", "v"):
         np.savetxt(HERE / f"burgers2d_init_{name}.dat", np.c_[init["x"], init["y"], init[name]],
                    fmt="%.8g", header=f"x y {name}", comments="% ")
-    print("wrote heat2d_vc_coef.npz, wave2d_cg_coef.npz, burgers2d_init_u.dat, "
-          "burgers2d_init_v.dat")
+    ks = ks_reference()
+    np.savez_compressed(HERE / "ks_ref.npz", points=ks["points"].astype(np.float32),
+                        u=ks["u"].astype(np.float32))
+    rng = np.random.default_rng(0)
+    pts = np.c_[rng.uniform(0, 1, (20000, 2)), rng.uniform(0, 100, 20000)]
+    np.savez_compressed(HERE / "wave2d_ms_ref.npz", points=pts.astype(np.float32),
+                        u=wave2d_ms_reference(pts).astype(np.float32))
+    data = inverse_data()
+    np.savetxt(HERE / "pinv_data.csv", data["pinv"], fmt="%.8g", delimiter=",",
+               header="x,y,u", comments="")
+    if "hinv" in data:
+        np.savetxt(HERE / "hinv_data.csv", data["hinv"], fmt="%.8g", delimiter=",",
+                   header="x,y,t,u", comments="")
+    done = ["heat2d_vc_coef.npz", "wave2d_cg_coef.npz", "burgers2d_init_u.dat",
+            "burgers2d_init_v.dat", "ks_ref.npz", "wave2d_ms_ref.npz", "pinv_data.csv"]
+    done += ["hinv_data.csv"] if "hinv" in data else []
+    if "refs" in argv:
+        done += convert_references()
+    print("wrote " + ", ".join(done))
 
 
 if __name__ == "__main__":
