@@ -141,12 +141,18 @@ def overrides_for(entry: Entry, mode: str, spec) -> list[str]:
     return out
 
 
+#: ``--max-level-seconds``: a cap on one FEM solve of a study (None: the rule below)
+MAX_LEVEL_SECONDS: float | None = None
+
+
 def study_options(mode: str, pinn_seconds: float) -> dict:
     """The FEM refinement study's settings: full mode refines P1-P3 until it matches the
     PINN at equal accuracy and at equal time (a level may take up to 1.5x the PINN's time,
-    at least 60 s, at most 600 s); quick and smoke modes two small meshes of P1 and P2."""
+    at least 60 s, at most 600 s, or ``--max-level-seconds``); quick and smoke modes two
+    small meshes of P1 and P2."""
     if mode == "full":
-        return {"max_level_seconds": min(600.0, max(60.0, 1.5 * pinn_seconds))}
+        cap = MAX_LEVEL_SECONDS or min(600.0, max(60.0, 1.5 * pinn_seconds))
+        return {"max_level_seconds": cap}
     return {"elements": ("P1", "P2"), "cells": (4, 8), "max_level_seconds": 30.0}
 
 
@@ -263,6 +269,8 @@ def run_in_subprocess(key: str, mode: str, timeout: float) -> dict:
         out = Path(tmp) / "entry.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", key, "--mode", mode,
                "--worker-out", str(out)]
+        if MAX_LEVEL_SECONDS:
+            cmd += ["--max-level-seconds", str(MAX_LEVEL_SECONDS)]
         t0 = time.perf_counter()
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
@@ -485,10 +493,15 @@ def main(argv=None) -> int:
                          "other jobs), printed with their results")
     ap.add_argument("--fem-only", action="store_true",
                     help="only redo the FEM matching, against the PINN results on record")
+    ap.add_argument("--max-level-seconds", type=float, default=None,
+                    help="cap one FEM solve of a study (default: 1.5x the PINN's time, "
+                         "60-600 s); the equal-time row is then a bound where it binds")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mode", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    global MAX_LEVEL_SECONDS
+    MAX_LEVEL_SECONDS = args.max_level_seconds
     if args.worker:
         C.write_json(Path(args.worker_out), run_entry(SUITE[args.worker], args.mode))
         return 0

@@ -229,11 +229,19 @@ def test_yaml_range_builds_a_parametric_problem():
     ("{range: [0.1, 0.01]}", "lo < hi"),
     ("{range: [0.01]}", "at least 2"),
     ("{value: 0.05, range: [0.01, 0.1]}", "not both"),
+    ('{range: ["0.1/pi", "0.01/pi"]}', "lo < hi"),
+    ('{range: ["0.01/pi", "nu"]}', "params.alpha.range.1"),
 ])
 def test_yaml_bad_range_is_one_clear_line(value, message):
     with pytest.raises(pinn.config.ConfigError, match=message) as exc:
         pinn.config.load(FILE, [f"params.alpha={value}"])
     assert "params.alpha" in str(exc.value)
+
+
+def test_yaml_range_may_be_expressions_of_constants():
+    built = pinn.config.load(FILE, ['params.alpha={range: ["0.01/pi", "0.1/pi"]}'])
+    (alpha,) = built.problem.ranged
+    assert alpha.range == pytest.approx((0.01 / np.pi, 0.1 / np.pi), rel=1e-15)
 
 
 def test_yaml_data_in_a_parametric_problem_is_refused():
@@ -299,13 +307,6 @@ def test_predict_param_matches_evaluate(tiny_run, tmp_path, capsys):
         assert main(["predict", str(tiny_run), "--points", str(csv), "--param", bad]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
-
-
-def test_export_refuses_a_parametric_solution(tiny_run):
-    from pinn import export as X
-
-    with pytest.raises(ValueError, match=r"parametric .*--param alpha=VALUE"):
-        X.export(pinn.Solution.load(tiny_run), tiny_run / "exported")
 
 
 # ---------------------------------------------------------------------------
