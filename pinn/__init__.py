@@ -52,8 +52,8 @@ _EXPORTS = {
     "Solution": ("pinn.solution", "Solution"),
     **{n: ("pinn.train", n) for n in (
         "LBFGS", "Adam", "AdamW", "Annealing", "Callback", "Causal", "EarlyStopping", "Fixed",
-        "GradNorm", "GaussNewton", "LevenbergMarquardt", "Optax", "SOAP", "SSBFGS", "SSBroyden",
-        "Stage", "TensorBoard", "MLflow")},
+        "GradNorm", "GaussNewton", "LevenbergMarquardt", "Optax", "RBA", "SOAP", "SSBFGS",
+        "SSBroyden", "Stage", "TensorBoard", "VRBA", "MLflow")},
     "Points": ("pinn.train.loss", "Points"),
     "Training": ("pinn.training", "Training"),
 }
@@ -91,6 +91,6 @@ __all__ = [
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
     "Adam", "AdamW", "LBFGS", "SSBroyden", "SSBFGS", "SOAP", "LevenbergMarquardt",
-    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Annealing", "Causal",
-    "EarlyStopping", "Callback", "TensorBoard", "MLflow",
+    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Annealing", "Causal", "RBA",
+    "VRBA", "EarlyStopping", "Callback", "TensorBoard", "MLflow",
 ]

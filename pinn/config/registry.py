@@ -81,7 +81,7 @@ def weightings() -> dict[str, Callable]:
     import pinn.train as T
 
     return {"fixed": T.Fixed, "gradnorm": T.GradNorm, "annealing": T.Annealing,
-            "causal": T.Causal}
+            "causal": T.Causal, "rba": T.RBA, "vrba": T.VRBA}
 
 
 @functools.cache

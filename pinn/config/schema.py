@@ -860,14 +860,42 @@ class CausalArgs(Strict):
     chunks: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=10_000)] = 32
 
 
+class RBAArgs(Strict):
+    """Residual-based attention: a multiplier per collocation point of each equation,
+    ``lambda <- gamma*lambda + eta*|r|/max|r|``, bounded by ``eta/(1 - gamma)``."""
+
+    gamma: Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)] = 0.999
+    eta: Positive = 0.01
+    initial: NonNegative = 1.0
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        if self.initial > self.eta / (1 - self.gamma) * (1 + 1e-12):
+            raise PydanticCustomError(
+                "initial", "initial {i} is above the multipliers' bound eta/(1 - gamma) = "
+                "{b}; lower initial or raise eta", {"i": self.initial,
+                                                    "b": self.eta / (1 - self.gamma)})
+        return self
+
+
+class VRBAArgs(RBAArgs):
+    """vRBA's exponential potential (Toscano et al. 2025): ``c_log`` scales its temperature,
+    ``phi`` mixes it with uniform weights."""
+
+    c_log: Positive = 1.0
+    phi: Fraction = 1.0
+
+
 class WeightingSpec(OneOf):
-    KINDS: ClassVar = ("fixed", "gradnorm", "annealing", "causal")
+    KINDS: ClassVar = ("fixed", "gradnorm", "annealing", "causal", "rba", "vrba")
     WHAT: ClassVar = "weighting"
 
     fixed: FixedArgs | None = None
     gradnorm: GradNormArgs | None = None
     annealing: AnnealingArgs | None = None
     causal: CausalArgs | None = None
+    rba: RBAArgs | None = None
+    vrba: VRBAArgs | None = None
 
 
 

@@ -27,7 +27,16 @@ from .observers import (
 from .optim import LBFGS, Adam, AdamW, Optax, Stage
 from .quasi_newton import SSBFGS, SSBroyden
 from .soap import SOAP
-from .weighting import Annealing, Causal, Fixed, GradNorm, causal_loss, causal_weights
+from .weighting import (
+    RBA,
+    VRBA,
+    Annealing,
+    Causal,
+    Fixed,
+    GradNorm,
+    causal_loss,
+    causal_weights,
+)
 
 __all__ = [
     "Adam",
@@ -44,6 +53,8 @@ __all__ = [
     "GradNorm",
     "Annealing",
     "Causal",
+    "RBA",
+    "VRBA",
     "causal_weights",
     "causal_loss",
     "run",

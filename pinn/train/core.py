@@ -33,6 +33,7 @@ import optax
 from . import microbatch as _micro
 from .optim import Stage
 from .sharding import make_sharding
+from .weighting import with_multipliers
 
 __all__ = ["Core", "stage_precision", "RUNNING", "CONVERGED", "STALLED", "NONFINITE",
            "STATUS_NAMES", "warn"]
@@ -130,6 +131,13 @@ class _Scaled:
         :class:`pinn.train.loss.PointwiseResiduals`), with physical parameters; or None."""
         blocks = getattr(self.fn, "pointwise", None)
         return None if blocks is None else tuple(b.mapped(self.scale.physical) for b in blocks)
+
+    @property
+    def equation_residuals(self) -> Callable | None:
+        """The wrapped terms function's residuals at each point (``equation_residuals``,
+        what RBA follows), called with physical parameters; or None."""
+        inner = getattr(self.fn, "equation_residuals", None)
+        return None if inner is None else _Scaled(inner, self.scale, self.at)
 
 
 def _strong(tree: Any) -> Any:
@@ -256,7 +264,8 @@ def _first_order_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
             state["weights"], params=p, batch=batch, terms_fn=terms_fn, step=step
         )
         w = wstate["weights"]
-        (loss, _), grads = jax.value_and_grad(weighted, has_aux=True)(p, batch, w)
+        (loss, _), grads = jax.value_and_grad(weighted, has_aux=True)(
+            p, with_multipliers(batch, wstate), w)
         updates, opt = tx.update(grads, state["opt"], p)
         scale = state["lr_scale"]
         updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
@@ -284,6 +293,9 @@ def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
     # method, a stall always ends the stage
     restarted = getattr(spec.optimizer, "fresh_memory", lambda opt: jnp.asarray(True))
     place = (lambda b: b) if spec.sharding is None else spec.sharding.constrain
+    # pointwise multipliers (RBA) are held fixed in a full-batch stage, those of new points
+    # restarted: every line search and curvature pair sees one loss
+    refit = getattr(spec.weighting, "refit", None)
 
     def skip(state):
         nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
@@ -298,7 +310,10 @@ def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
         if every is not None:  # a new batch (RAD), the optimiser told to forget its loss
             due = spec.optimizer.resample_due(state["opt"])
             state = jax.lax.cond(due, resample, lambda s: s, state)
-        p, opt, batch = state["params"], state["opt"], state["batch"]
+        if refit is not None:
+            state = {**state, "weights": refit(state["weights"], state["batch"])}
+        p, opt = state["params"], state["opt"]
+        batch = with_multipliers(state["batch"], state["weights"])
         w = state["weights"]["weights"]
         f = lambda q: weighted(q, batch, w)[0]
         value, grad = optax.value_and_grad_from_state(f)(p, state=opt)
@@ -338,7 +353,8 @@ def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
 def _report(state: Any, weighted: Callable, finite: jax.Array, gnorm: jax.Array) -> dict:
     """The terms at the final parameters: a forward pass only (no second backward graph)."""
     w = state["weights"]["weights"]
-    loss, (terms, aux) = weighted(state["params"], state["batch"], w)
+    batch = with_multipliers(state["batch"], state["weights"])
+    loss, (terms, aux) = weighted(state["params"], batch, w)
     finite = finite & jnp.isfinite(loss) & _all_finite(state["params"])
     p = state["params"]
     return {
@@ -516,7 +532,7 @@ class Core:
             {
                 "params": params,
                 "opt": self.txs[stage].init(params),
-                "weights": self.weighting.init(self.names, self.dtype),
+                "weights": _init_weighting(self.weighting, self.names, self.dtype, batch),
                 "key": key,
                 "batch": batch,
                 "step": jnp.asarray(self.starts[stage], jnp.int32),
@@ -601,6 +617,14 @@ class Core:
     def skip_to(self, state: Any, step: int) -> Any:
         """``state`` with its step counter moved to ``step`` (a stage stopped early)."""
         return self.place({**state, "step": jnp.asarray(step, jnp.int32)})
+
+
+def _init_weighting(weighting: Any, names: list[str], dtype: Any, batch: Any) -> Any:
+    """``weighting.init(names, dtype)``; a weighting with pointwise multipliers (RBA) also
+    gets the first batch (its points fix the multipliers' shape)."""
+    if getattr(weighting, "pointwise", False):
+        return weighting.init(names, dtype, batch=batch)
+    return weighting.init(names, dtype)
 
 
 def _micro_count(micro_batch: int | None, batch_shape: Any, sharding: Any, weighting: Any) -> int:

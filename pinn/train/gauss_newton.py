@@ -45,6 +45,7 @@ from jax.flatten_util import ravel_pytree
 
 from .core import CONVERGED, RUNNING, STALLED
 from .optim import _check_int, _check_positive
+from .weighting import with_multipliers
 
 __all__ = ["LevenbergMarquardt", "GaussNewton", "GNState", "gauss_newton_step",
            "residuals_of"]
@@ -273,13 +274,17 @@ class _GaussNewtonStage:
         blocks = tuple(getattr(residuals, "pointwise", None) or ())
         names, rule, gtol = tuple(spec.names), self._rule(), self.gtol
         limit = self.max_jacobian
+        refit = getattr(spec.weighting, "refit", None)  # RBA: multipliers held fixed
 
         def skip(state):
             nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
             return {**state, "step": state["step"] + 1}, jnp.asarray(True), nan
 
         def do(state):
-            p, batch, w = state["params"], state["batch"], state["weights"]["weights"]
+            if refit is not None:
+                state = {**state, "weights": refit(state["weights"], state["batch"])}
+            p, w = state["params"], state["weights"]["weights"]
+            batch = with_multipliers(state["batch"], state["weights"])
             flat, unravel = ravel_pytree(p)
 
             def f(x):

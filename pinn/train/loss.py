@@ -10,6 +10,11 @@
 - ``sample_fn(key, params) -> batch``: fresh collocation points for every
   term (a dict keyed like the terms), pure and jit-able so the training
   loop resamples on device;
+- ``terms_fn.equation_residuals(params, batch) -> {equation: [N]}``: the equations'
+  residuals at the interior points, unweighted (what RBA's multipliers follow). A batch
+  may carry pointwise multipliers ``batch["__multipliers__"] = {equation: [N]}``
+  (:class:`pinn.train.RBA`); the equation terms are then ``mean((lambda_i r_i)^2)``, in
+  the residual vectors and the point-by-point form too;
 - ``apply``: the field network with hard constraints built in.
 
 ``params`` is ``{"net": network parameters, "pde": {learnable name: value}}``.
@@ -29,6 +34,7 @@ from pinn import conditions as C
 from pinn.conditions import normal_symbols
 from pinn.dsl.evaluate import evaluate_on_points
 from pinn.train.sharding import shard_points
+from pinn.train.weighting import MULTIPLIERS
 
 __all__ = ["Points", "Assembly", "assemble", "normal_symbols"]
 
@@ -288,19 +294,24 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
         weights.setdefault(n, 1.0)
 
     def terms_fn(params, batch):
-        out = dict(eq_terms(params, batch["__interior__"]))
+        out = dict(eq_terms(params, batch["__interior__"], batch.get(MULTIPLIERS)))
         for n, ev in evaluators.items():
             out[n] = ev(params, batch.get(n))
         return out
 
     def residuals_fn(params, batch):
-        out = dict(eq_vectors(params, batch["__interior__"]))
+        out = dict(eq_vectors(params, batch["__interior__"], batch.get(MULTIPLIERS)))
         for n, vec in vectors.items():
             out[n] = vec(params, batch.get(n))
         return out
 
+    def equation_residuals(params, batch):
+        res = eq_fn(params, batch["__interior__"])
+        return {n: jnp.ravel(res[n]) for n in eq_names}
+
     residuals_fn.pointwise = tuple(blocks)  # the same, point by point (cheap Jacobians)
     terms_fn.residuals = residuals_fn  # how the training core finds the residual form
+    terms_fn.equation_residuals = equation_residuals  # raw, per point (RBA)
 
     def sample_fn(key, params):
         keys = jax.random.split(key, len(samplers) + 1)
@@ -313,6 +324,15 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     return Assembly(terms_fn=terms_fn, sample_fn=sample_fn, apply=field_apply, names=names,
                     weights=weights, periodic=periodic_embedding(problem),
                     residual_fn=residual_magnitude, residuals_fn=residuals_fn)
+
+
+def _times(res, n, multipliers):
+    """Equation ``n``'s residuals at the points, times their multipliers where given
+    (``{equation: [N]}``, :class:`pinn.train.RBA`; no gradient flows through them)."""
+    r = res[n]
+    if multipliers is None or n not in multipliers:
+        return r
+    return jnp.ravel(r) * jax.lax.stop_gradient(multipliers[n]).astype(r.dtype)
 
 
 def _time_chunks(problem, chunks: int):
@@ -332,9 +352,9 @@ def _time_chunks(problem, chunks: int):
 def _equation_terms(problem, eq_fn, eq_names, causal):
     """``(params, x) -> {equation: mean squared residual}``, causally weighted if asked."""
     if causal is None or not problem.is_evolution:
-        def eq_terms(params, x):
+        def eq_terms(params, x, multipliers=None):
             res = eq_fn(params, x)
-            return {n: _mean_sq(res[n]) for n in eq_names}
+            return {n: _mean_sq(_times(res, n, multipliers)) for n in eq_names}
 
         return eq_terms
     from pinn.train.weighting import causal_weights
@@ -342,12 +362,13 @@ def _equation_terms(problem, eq_fn, eq_names, causal):
     chunks = int(causal.chunks)
     chunk_of = _time_chunks(problem, chunks)
 
-    def causal_terms(params, x):
+    def causal_terms(params, x, multipliers=None):
         res = eq_fn(params, x)
         idx, counts = chunk_of(x)
         out = {}
         for n in eq_names:
-            per_chunk = jax.ops.segment_sum(jnp.square(res[n]), idx, chunks) / counts
+            r = jnp.ravel(_times(res, n, multipliers))
+            per_chunk = jax.ops.segment_sum(jnp.square(r), idx, chunks) / counts
             w = causal_weights(jax.lax.stop_gradient(per_chunk), causal.eps)
             out[n] = jnp.mean(w * per_chunk)
         return out
@@ -489,9 +510,9 @@ def _root_of(evaluate):
 def _equation_residuals(problem, eq_fn, eq_names, causal):
     """``(params, x) -> {equation: residual vector}`` of :func:`_equation_terms`' terms."""
     if causal is None or not problem.is_evolution:
-        def eq_vectors(params, x):
+        def eq_vectors(params, x, multipliers=None):
             res = eq_fn(params, x)
-            return {n: _scaled(res[n]) for n in eq_names}
+            return {n: _scaled(_times(res, n, multipliers)) for n in eq_names}
 
         return eq_vectors
     from pinn.train.weighting import causal_weights
@@ -499,13 +520,13 @@ def _equation_residuals(problem, eq_fn, eq_names, causal):
     chunks = int(causal.chunks)
     chunk_of = _time_chunks(problem, chunks)
 
-    def causal_vectors(params, x):
+    def causal_vectors(params, x, multipliers=None):
         # the term is mean_c w_c * (sum of r_i^2 over chunk c) / count_c
         res = eq_fn(params, x)
         idx, counts = chunk_of(x)
         out = {}
         for n in eq_names:
-            r = jnp.ravel(res[n])
+            r = jnp.ravel(_times(res, n, multipliers))
             per_chunk = jax.ops.segment_sum(jnp.square(r), idx, chunks) / counts
             w = causal_weights(jax.lax.stop_gradient(per_chunk), causal.eps)
             out[n] = r * jnp.sqrt(w / (chunks * counts))[idx]
@@ -602,7 +623,8 @@ def _equation_pointwise(problem, eq_fn, eq_names, causal):
         return {n: jnp.ravel(res[n]) for n in eq_names}
 
     if causal is None or not problem.is_evolution:
-        return PointwiseResiduals(eq_names, points, residual, _uniform(eq_names, points))
+        return PointwiseResiduals(eq_names, points, residual,
+                                  _squared_multipliers(_uniform(eq_names, points)))
     from pinn.train.weighting import causal_weights
 
     t0, t1 = problem.time.t0, problem.time.t1
@@ -616,12 +638,28 @@ def _equation_pointwise(problem, eq_fn, eq_names, causal):
         counts = jnp.maximum(jax.ops.segment_sum(jnp.ones_like(x[:, ti]), idx, chunks), 1.0)
         out = {}
         for n in eq_names:
-            per_chunk = jax.ops.segment_sum(jnp.square(jnp.ravel(res[n])), idx, chunks) / counts
+            r = jnp.ravel(_times(res, n, batch.get(MULTIPLIERS)))
+            per_chunk = jax.ops.segment_sum(jnp.square(r), idx, chunks) / counts
             w = causal_weights(jax.lax.stop_gradient(per_chunk), causal.eps)
             out[n] = jax.lax.stop_gradient((w / (chunks * counts))[idx])
         return out
 
-    return PointwiseResiduals(eq_names, points, residual, weights)
+    return PointwiseResiduals(eq_names, points, residual, _squared_multipliers(weights))
+
+
+def _squared_multipliers(weights):
+    """Point weights times the squared multipliers the batch carries (if any): the
+    point-by-point form of ``mean((lambda_i r_i)^2)``."""
+
+    def with_multipliers(params, batch):
+        out = weights(params, batch)
+        m = batch.get(MULTIPLIERS) if isinstance(batch, dict) else None
+        if m is None:
+            return out
+        return {n: v * jnp.square(jax.lax.stop_gradient(m[n]).astype(v.dtype)) if n in m
+                else v for n, v in out.items()}
+
+    return with_multipliers
 
 
 def _condition_pointwise(name, res: C.Residuals, fn, dtype):

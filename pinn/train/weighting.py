@@ -14,6 +14,11 @@ returns the next one. Both are pure and run inside the jitted training loop.
 - :class:`Causal`: causal weighting over time chunks for evolution problems (Wang, Sankaran
   & Perdikaris 2022). The loss assembly applies :func:`causal_weights` (or
   :func:`causal_loss`) inside the equation terms; the term weights come from ``base``.
+- :class:`RBA`, :class:`VRBA`: pointwise multipliers ``lambda_i`` of the equations'
+  residuals (residual-based attention, Anagnostopoulos et al. 2024; its variational form,
+  Toscano et al. 2025): the equation term becomes ``mean((lambda_i r_i)^2)``. Their state
+  also holds ``"multipliers": {equation: [N]}`` and the points they belong to; the training
+  core hands the multipliers to the loss in the batch (key ``"__multipliers__"``).
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Fixed", "GradNorm", "Annealing", "Causal", "causal_weights", "causal_loss",
-           "Weighting", "with_term_weights", "with_residual_terms"]
+__all__ = ["Fixed", "GradNorm", "Annealing", "Causal", "RBA", "VRBA", "causal_weights",
+           "causal_loss", "Weighting", "with_term_weights", "with_residual_terms",
+           "MULTIPLIERS", "with_multipliers"]
 
 TermsFn = Callable[[Any, Any], Any]
 
@@ -326,4 +332,198 @@ class Causal:
         return base.update(state, params=params, batch=batch, terms_fn=terms_fn, step=step)
 
 
-Weighting = Fixed | GradNorm | Annealing | Causal
+#: The batch key under which the training core hands pointwise multipliers to the loss.
+MULTIPLIERS = "__multipliers__"
+
+
+def with_multipliers(batch: Any, state: Mapping) -> Any:
+    """``batch`` with the weighting state's pointwise multipliers (``state["multipliers"]``,
+    :class:`RBA`) under :data:`MULTIPLIERS`, which the assembled loss reads; ``batch`` as
+    it is for a weighting without them."""
+    multipliers = state.get("multipliers") if isinstance(state, Mapping) else None
+    if multipliers is None or not isinstance(batch, Mapping):
+        return batch
+    return {**batch, MULTIPLIERS: jax.lax.stop_gradient(multipliers)}
+
+
+def _check_number(owner: str, name: str, value: Any, lo: float, hi: float | None,
+                  *, open_lo: bool = False, open_hi: bool = True) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        v = float(value)
+        ok = (v > lo if open_lo else v >= lo) and (
+            hi is None or (v < hi if open_hi else v <= hi))
+    if not ok:
+        span = (("(" if open_lo else "[") + f"{lo:g}, " +
+                ("inf)" if hi is None else f"{hi:g}" + (")" if open_hi else "]")))
+        raise ValueError(f"{owner}: {name} must be a number in {span}, got {value!r}.")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RBA:
+    """Residual-based attention (Anagnostopoulos, Toscano, Stergiopulos & Karniadakis 2024,
+    soanagno/rba-pinns): one multiplier per collocation point of each equation,
+
+        lambda_i <- gamma * lambda_i + eta * |r_i| / max_j |r_j|,
+
+    updated every step of a first-order stage (before the step's gradient, from the
+    residuals at the step's parameters), and the equation term ``mean((lambda_i r_i)^2)``
+    (the multipliers carry no gradient). Starting at ``initial`` (at most ``eta / (1 -
+    gamma)``), the multipliers stay in ``[0, max(initial, eta / (1 - gamma))]``.
+
+    **Resampling.** The multipliers belong to the points they were computed at: where a
+    batch brings new points (``resample_every``, RAD), those points' multipliers restart at
+    ``initial`` (the default 1: the plain mean square), the points kept keep theirs. So
+    with points redrawn every K steps a multiplier sees at most K updates; for the papers'
+    setting (fixed points) use ``resample_every: 0`` in the stages that should learn them.
+
+    **Full-batch (line-search, Gauss-Newton) stages.** The multipliers are held fixed, so
+    that every line search and every curvature pair of a quasi-Newton stage sees one loss;
+    when such a stage redraws its points (its own ``resample_every``, or the fresh batch at
+    the stage's start) the new points' multipliers restart at ``initial``, as above. With
+    the default ``initial = 1`` a quasi-Newton stage after resampling trains the plain loss
+    on points drawn where the residual is large, as vRBA's SSBroyden stage does (Toscano et
+    al. 2025 update their multipliers between SSBroyden runs only to draw points with them).
+
+    ``weights``: fixed weights of the named terms (as :class:`Fixed`); ``residual``: the
+    equation terms that get multipliers (:func:`pinn.setup` names them).
+    """
+
+    gamma: float = 0.999
+    eta: float = 0.01
+    initial: float = 1.0
+    weights: Mapping[str, float] | None = None
+    residual: Sequence[str] | None = None
+
+    pointwise = True  # the state holds per-point multipliers (init takes the first batch)
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        _check_number(name, "gamma", self.gamma, 0.0, 1.0)
+        _check_number(name, "eta", self.eta, 0.0, None, open_lo=True)
+        _check_number(name, "initial", self.initial, 0.0, None)
+        if self.initial > self.eta / (1 - self.gamma) * (1 + 1e-12):
+            raise ValueError(
+                f"{name}: initial={self.initial:g} is above the multipliers' bound eta / (1 - "
+                f"gamma) = {self.eta / (1 - self.gamma):g}; lower initial or raise eta.")
+        if self.residual is not None:
+            if isinstance(self.residual, str) or not all(isinstance(n, str)
+                                                         for n in self.residual):
+                raise ValueError(f"{name}: residual must be a list of term names, got "
+                                 f"{self.residual!r}.")
+            object.__setattr__(self, "residual", tuple(self.residual))
+
+    @property
+    def bound(self) -> float:
+        """The largest value a multiplier can take: ``max(initial, eta / (1 - gamma))``."""
+        return max(float(self.initial), float(self.eta) / (1 - float(self.gamma)))
+
+    def with_term_weights(self, terms: Mapping[str, float]) -> RBA:
+        """Start from the terms' own weights (the given ``weights`` win)."""
+        return replace(self, weights=_merge(self.weights, terms, type(self).__name__))
+
+    def with_residual_terms(self, names: Sequence[str]) -> RBA:
+        """Put multipliers on these terms (the equations); an explicit ``residual`` wins."""
+        return self if self.residual is not None or not names else replace(
+            self, residual=tuple(names))
+
+    def init(self, names: Sequence[str], dtype: Any = jnp.float32, *, batch: Any = None
+             ) -> dict:
+        """The state: the term weights (as :class:`Fixed`), the multipliers (``initial``
+        at every interior point of ``batch``, per equation) and those points."""
+        name = type(self).__name__
+        if not self.residual:
+            raise ValueError(f"{name}: residual (the equation terms that get multipliers) is "
+                             "not set; pass residual=[...] (pinn.setup sets it).")
+        unknown = sorted(set(self.residual) - set(names))
+        if unknown:
+            raise ValueError(f"{name}: residual names terms {unknown} that the loss does not "
+                             f"have; the loss terms are {sorted(names)}.")
+        x = _interior_points(batch, name)
+        state = Fixed(self.weights).init(names, dtype)
+        n = x.shape[0]
+        state["multipliers"] = {e: jnp.full((n,), self.initial, dtype) for e in self.residual}
+        state["points"] = x
+        return state
+
+    def target(self, r: jax.Array, step: Any) -> jax.Array:
+        """The update's target for residual magnitudes ``r`` (one equation, all points):
+        ``r / max(r)`` (0 where every residual is 0)."""
+        del step
+        top = jnp.max(r)
+        return jnp.where(top > 0, r / jnp.where(top > 0, top, 1), 0)
+
+    def refit(self, state: dict, batch: Any) -> dict:
+        """The state for ``batch``: multipliers of points not in the state's points restart
+        at ``initial``; the others are kept (what a full-batch stage calls)."""
+        x = _interior_points(batch, type(self).__name__)
+        old = state["points"]
+        moved = jnp.any(x != old.astype(x.dtype), axis=tuple(range(1, x.ndim)))
+        lam = {e: jnp.where(moved, jnp.asarray(self.initial, v.dtype), v)
+               for e, v in state["multipliers"].items()}
+        return {**state, "multipliers": lam, "points": x.astype(old.dtype)}
+
+    def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
+        """One update of the multipliers from the residuals at ``params`` (after
+        :meth:`refit` to ``batch``'s points); the term weights stay as they are."""
+        state = self.refit(state, batch)
+        res = equation_residuals(terms_fn, type(self).__name__)(params, batch)
+        lam = {}
+        for e, v in state["multipliers"].items():
+            r = jax.lax.stop_gradient(jnp.abs(jnp.ravel(res[e]))).astype(v.dtype)
+            lam[e] = jax.lax.stop_gradient(
+                self.gamma * v + self.eta * self.target(r, step).astype(v.dtype))
+        return {**state, "multipliers": lam}
+
+
+@dataclass(frozen=True)
+class VRBA(RBA):
+    """Variational residual-based attention (Toscano et al. 2025, jdtoscano94/vRBA), with
+    its exponential potential (the one its Burgers and Allen-Cahn runs use):
+
+        beta = log(step + 3) / (c_log * max|r|),   q_i = exp(beta * (|r_i| - max|r|)),
+        lambda_i <- gamma * lambda_i + eta * (phi * q_i + 1 - phi)
+
+    (``q`` is their ``beta exp(beta |r|)`` divided by its largest value; their iteration
+    count starts at 1, ours at 0, hence ``step + 3``). The multipliers grow sharper (closer
+    to the points of largest residual, an ``L^inf`` target) as training goes on. Otherwise
+    as :class:`RBA` (bounded by ``max(initial, eta / (1 - gamma))``, restarted for new points,
+    held in full-batch stages)."""
+
+    c_log: float = 1.0
+    phi: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_number(type(self).__name__, "c_log", self.c_log, 0.0, None, open_lo=True)
+        _check_number(type(self).__name__, "phi", self.phi, 0.0, 1.0, open_hi=False)
+
+    def target(self, r: jax.Array, step: Any) -> jax.Array:
+        top = jnp.max(r)
+        safe = jnp.where(top > 0, top, 1)
+        beta = jnp.log(jnp.asarray(step, r.dtype) + 3) / (self.c_log * safe)
+        q = jnp.where(top > 0, jnp.exp(beta * (r - top)), 1)
+        return self.phi * q + (1 - self.phi)
+
+
+def _interior_points(batch: Any, owner: str) -> jax.Array:
+    """The equations' points of an assembled batch (``batch["__interior__"]``)."""
+    if not isinstance(batch, Mapping) or "__interior__" not in batch:
+        raise ValueError(f"{owner}: pointwise multipliers need the batch of an assembled loss "
+                         "(a dict with the equations' points under '__interior__'), got "
+                         f"{type(batch).__name__}.")
+    return jnp.asarray(batch["__interior__"])
+
+
+def equation_residuals(terms_fn: TermsFn, owner: str) -> Callable:
+    """``terms_fn.equation_residuals``: ``(params, batch) -> {equation: residual at each
+    interior point}`` (unweighted; what :func:`pinn.train.loss.assemble` attaches)."""
+    fn = getattr(terms_fn, "equation_residuals", None)
+    if fn is None:
+        raise ValueError(f"{owner}: the loss has no equation_residuals (the residual at each "
+                         "point); use a loss built by pinn.train.loss.assemble (pinn.setup).")
+    return fn
+
+
+Weighting = Fixed | GradNorm | Annealing | Causal | RBA | VRBA
