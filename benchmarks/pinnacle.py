@@ -1,0 +1,387 @@
+"""PINNacle's main table, trained and scored here: ``benchmarks/pinnacle/*.yaml`` ->
+``benchmarks/PINNACLE.md`` (and ``benchmarks/results/pinnacle.json``).
+
+Each problem file is loaded with ``pinn.config.load`` and trained with its own settings
+(network, points, stages) under a wall-clock budget per problem (``--budget-seconds``,
+default 120 s, compilation included): a stage ends when its share of the budget is spent
+(the budget split evenly between the stages), and the run ends with the budget. The score
+is PINNacle's L2RE, ``||pred - ref|| / ||ref||`` over all fields together (PINNacle scores
+its outputs as one array), at the reference's own points where the reference is a file
+(PINNacle's, converted, or one we generate: ``rel_l2_ref_points``), else on the evaluation
+grid against the closed form or our FEM solution; per-field errors go in the JSON. Beside
+it: PINNacle's vanilla PINN and best method (Hao et al., NeurIPS 2024 D&B, Table 3 "Mean
+L2RE"), where this project has the number on record, else "–".
+
+    python benchmarks/pinnacle.py --smoke                      # every problem, a few steps
+    python benchmarks/pinnacle.py --problems burgers1d_c,poisson2d_c --budget-seconds 300
+
+Rows of problems not run keep their last result in the JSON (and say in which mode it was
+made), so a partial run regenerates the whole table. Each problem runs in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _common as C  # noqa: E402
+
+PROBLEM_DIR = HERE / "pinnacle"
+RESULTS = HERE / "results" / "pinnacle.json"
+OUT_MD = HERE / "PINNACLE.md"
+DEFAULT_BUDGET = 120.0
+
+PINNACLE = ("Hao et al., *PINNacle: A comprehensive benchmark of physics-informed neural "
+            "networks for solving PDEs*, NeurIPS 2024 (Datasets and Benchmarks), Table 3 "
+            "(mean L2RE)")
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str            # file stem in benchmarks/pinnacle/
+    label: str          # PINNacle's name in its table
+    reference: str      # where the truth comes from
+    pinn: float | None = None      # PINNacle's vanilla PINN, mean L2RE
+    best: float | None = None      # PINNacle's best method, mean L2RE
+    best_source: str = ""          # where the project has the numbers from
+    note: str = ""                 # what differs from PINNacle
+
+
+ISSUE14 = "as recorded in issue #14 and benchmarks/accuracy.py"
+
+SUITE = (
+    Entry("burgers1d_c", "Burgers 1d-C", "PINNacle's (burgers1d.dat)", 1.45e-2, None, ISSUE14),
+    Entry("burgers2d_c", "Burgers 2d-C", "missing", note="stand-in initial data (make_data.py)"),
+    Entry("poisson2d_c", "Poisson 2d-C", "PINNacle's (poisson1_cg_data.dat)", 6.94e-1, 1.2e-2,
+          ISSUE14),
+    Entry("poisson2d_cg", "Poisson 2d-CG", "PINNacle's (poisson_boltzmann2d.dat)"),
+    Entry("poisson3d_cg", "Poisson 3d-CG", "missing", note="no 3-D CSG mesher for a FEM reference"),
+    Entry("poisson2d_ms", "Poisson 2d-MS", "ours (FEM, P2 160x160)"),
+    Entry("heat2d_vc", "Heat 2d-VC", "ours (FEM)", note="stand-in coefficient table"),
+    Entry("heat2d_ms", "Heat 2d-MS", "closed form"),
+    Entry("heat2d_cg", "Heat 2d-CG", "ours (FEM, P2 128 cells)"),
+    Entry("heat2d_lt", "Heat 2d-LT", "PINNacle's (heat_longtime.dat, every 5th time level)"),
+    Entry("ns2d_c", "NS 2d-C", "PINNacle's (lid_driven_a4.dat)"),
+    Entry("ns2d_cg", "NS 2d-CG", "PINNacle's (ns_0_obstacle.dat)"),
+    Entry("ns2d_lt", "NS 2d-LT", "missing", note="FEM refuses unsteady incompressible flow"),
+    Entry("wave1d_c", "Wave 1d-C", "closed form", 5.88e-1, 9.8e-2, ISSUE14),
+    Entry("wave2d_cg", "Wave 2d-CG", "missing", note="stand-in wave speed table; FEM refuses u_tt"),
+    Entry("wave2d_ms", "Wave 2d-MS", "ours (sine series; PINNacle's closed form misses the PDE)",
+          note="scored against the PDE's solution, not PINNacle's closed form"),
+    Entry("gs", "GS", "missing", note="no reaction-diffusion reference yet"),
+    Entry("ks", "KS", "ours (ETDRK4 spectral)", note="periodic network (PINNacle: no BC)"),
+    Entry("poisson_nd", "PNd", "closed form"),
+    Entry("heat_nd", "HNd", "closed form"),
+    Entry("pinv", "PInv", "closed form", note="source corrected ((2x-1), (2y-1))"),
+    Entry("hinv", "HInv", "closed form", note="a is a field of (x, y, t), not (x, y)"),
+)
+BY_KEY = {e.key: e for e in SUITE}
+
+
+# ---------------------------------------------------------------------------
+# one problem
+
+
+def smoke_overrides(spec) -> list[str]:
+    """One Adam stage of 10 steps, a tiny network and few points: checks that the problem
+    trains and is scored, in seconds."""
+    out = ["training.stages=[{adam: {lr: 0.001}, steps: 10}]", "training.chunk=5",
+           "training.eval_every=0", "training.points.interior=128",
+           "training.points.boundary=64", "training.points.initial=64",
+           "training.points.resample_every=0"]
+    if spec.training.points.rad is not None:
+        out += ["training.points.rad.pool=1024"]
+    kind = spec.model.kind
+    out += [f"model.{kind}.width=8",
+            f"model.{kind}.blocks=1" if kind == "pirate" else f"model.{kind}.depth=1"]
+    if spec.evaluation.resolution is not None:
+        res = spec.evaluation.resolution
+        cap = 13 if len(spec.coords or ()) <= 3 else 5  # 13: not a divisor grid of sin(20 pi x)
+        res = [min(r, cap) for r in res] if isinstance(res, list) else min(res, cap)
+        out += [f"evaluation.resolution={json.dumps(res)}"]
+    return out
+
+
+def _size(model) -> str:
+    a = model.args
+    return f"{a.width}x{getattr(a, 'depth', getattr(a, 'blocks', '?'))}"
+
+
+def budget_overrides(spec) -> list[str]:
+    return ["training.chunk=100", "training.eval_every=0"]
+
+
+class Budget:
+    """End each stage when its share of ``seconds`` is spent, and the run at ``seconds``
+    (wall time since training started, compilation included)."""
+
+    every = None
+
+    def __init__(self, seconds: float, n_stages: int) -> None:
+        self.seconds, self.n = float(seconds), max(1, n_stages)
+        self.stopped_by: str | None = None
+
+    def init(self, info) -> None:
+        self.info = info
+
+    def on_chunk(self, event) -> None:
+        if event.kind != "chunk":
+            return
+        t = event.info.elapsed()
+        if t >= self.seconds:
+            self.stopped_by = f"budget of {self.seconds:.0f} s spent at step {event.step}"
+            event.stop()
+        elif t >= self.seconds * (event.stage + 1) / self.n and event.stage < self.n - 1:
+            event.end_stage("budget", f"stage {event.stage + 1}'s share of the budget spent "
+                            f"at step {event.step}")
+
+    def close(self, result) -> None:
+        pass
+
+
+def joint_l2re(pred: dict, truth: dict, shift=()) -> float | None:
+    """PINNacle's L2RE: all fields as one array, ``||pred - truth|| / ||truth||`` (a field
+    defined up to a constant compared after removing the mean of the difference)."""
+    import numpy as np
+
+    num = den = 0.0
+    used = False
+    for name, t in (truth or {}).items():
+        if name not in pred:
+            continue
+        p = np.asarray(pred[name], dtype=np.float64).reshape(-1)
+        t = np.asarray(t, dtype=np.float64).reshape(-1)
+        ok = np.isfinite(t) & np.isfinite(p)
+        d, t = p[ok] - t[ok], t[ok]
+        if name in shift and d.size:
+            d, t = d - d.mean(), t - t.mean()
+        num, den, used = num + float(d @ d), den + float(t @ t), True
+    if not used or den == 0:
+        return None
+    return math.sqrt(num / den)
+
+
+def run_entry(key: str, mode: str, budget: float) -> dict:
+    """Train and score one problem; never raises (a failure is a result)."""
+    import numpy as np
+
+    import pinn
+    import pinn.config
+    import pinn.evaluate as ev
+
+    entry = BY_KEY[key]
+    path = PROBLEM_DIR / f"{key}.yaml"
+    out: dict = {"key": key, "label": entry.label, "file": f"benchmarks/pinnacle/{key}.yaml",
+                 "mode": mode, "budget_seconds": None if mode == "smoke" else budget,
+                 "date": C.machine()["date"], "load_start": C.load_average()}
+    try:
+        spec, _ = pinn.config.load_spec(str(path))
+        sets = smoke_overrides(spec) if mode == "smoke" else budget_overrides(spec)
+        out["overrides"] = sets
+        built = pinn.config.load(str(path), sets)
+        problem = built.problem
+        ref = problem.reference
+        kind = type(ref).__name__ if ref is not None else ("exact" if problem.exact else None)
+        if mode == "smoke" and kind == "FEMReference":
+            problem = dataclasses.replace(problem, reference=None)  # minutes: not in a smoke
+            out["note"] = "smoke: the FEM reference is not computed"
+            kind = None
+        out["truth"] = kind
+        model, training = built.model(), built.training()
+        out["model"] = repr(model)
+        out["stages"] = [f"{type(s.optimizer).__name__} x {s.steps}" for s in training.stages]
+        full, _ = pinn.config.load_spec(str(path))  # the file's own stages, not the smoke's
+        out["recipe"] = " + ".join(f"{st.kind} {st.steps}" for st in full.training.stages) + (
+            f", {full.model.kind} {_size(full.model)}")
+        budget_obs = Budget(budget if mode != "smoke" else math.inf, len(training.stages))
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sol = pinn.solve(problem, model, training, precision=built.precision,
+                             progress=False, observers=[budget_obs],
+                             resolution=built.spec.evaluation.resolution)
+        out["wall_seconds"] = time.perf_counter() - t0
+        m = sol.metrics
+        out["steps"] = m.get("steps")
+        out["train_seconds"] = m.get("train_seconds")
+        out["compile_seconds"] = m.get("compile_seconds")
+        out["stopped_by"] = budget_obs.stopped_by
+        out["precision"] = built.precision
+        out["loss"] = (sol.history[-1].get("loss") if sol.history else None)
+        out["rel_l2_grid"] = m.get("rel_l2") or {}
+        shift = ev.up_to_constant(problem)
+        if m.get("rel_l2_ref_points"):
+            pts = np.asarray(problem.reference.points, dtype=np.float64)
+            pred = ev.predict_in_chunks(sol.evaluate, pts)
+            out["l2re"] = joint_l2re(pred, problem.reference.values, shift)
+            out["where"] = f"the reference's {len(pts)} points"
+            out["rel_l2_ref_points"] = m["rel_l2_ref_points"]
+        elif problem.reference is not None or problem.exact:
+            s = sol.score()
+            out["l2re"] = joint_l2re(s.pred, None if s.truth is None else s.truth.values,
+                                     s.shift)
+            out["where"] = f"the evaluation grid ({int(s.grid.mask.sum())} points)"
+        else:
+            out["l2re"] = None
+            out["where"] = None
+    except Exception as exc:  # noqa: BLE001 - one problem's failure is a result
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        out["traceback"] = traceback.format_exc(limit=8)
+    return out
+
+
+def run_in_subprocess(key: str, mode: str, budget: float, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        res_file = Path(tmp) / "entry.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", key,
+               "--worker-out", str(res_file), "--budget-seconds", str(budget)]
+        cmd += ["--smoke"] if mode == "smoke" else []
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                               cwd=C.ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except subprocess.TimeoutExpired:
+            return {"key": key, "label": BY_KEY[key].label, "mode": mode,
+                    "error": f"timed out after {timeout:.0f} s"}
+        if r.returncode != 0 or not res_file.exists():
+            tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
+            return {"key": key, "label": BY_KEY[key].label, "mode": mode,
+                    "error": f"worker exited {r.returncode}: " + " | ".join(tail)}
+        res = C.read_json(res_file)
+        res["process_seconds"] = time.perf_counter() - t0
+        return res
+
+
+# ---------------------------------------------------------------------------
+# the table
+
+
+def sci(v) -> str:
+    return C.fmt(v, ".2e")
+
+
+def verdict(r: dict, e: Entry) -> str:
+    if r.get("mode") != "budget" or r.get("l2re") is None or e.best is None:
+        return "–"
+    return "yes" if r["l2re"] < e.best else "no"
+
+
+def report(results: dict, command: str, machine: dict) -> str:
+    lines = ["# PINNacle's main table on this machine", "",
+             C.generated_note("pinnacle.py", command), "",
+             f"Machine: {C.machine_line(machine)}.", "",
+             "Versions: " + ", ".join(f"{k} {v}" for k, v in machine["versions"].items()) + ".",
+             "",
+             "Every problem of PINNacle's main table is a file in `benchmarks/pinnacle/` "
+             "(see each file's header for what differs from PINNacle and where its data come "
+             "from). Each row is one training run of that file's own settings under a "
+             "wall-clock budget (compilation included; a stage ends when its even share of "
+             "the budget is spent); **mode** says how the row was made: `budget` (a real run "
+             "at the budget in the column), `smoke` (a tiny network and 10 steps: only "
+             "checks that the problem trains and is scored; its error means nothing) or "
+             "`not run`.", "",
+             "**L2RE** is PINNacle's metric, `||pred - ref|| / ||ref||` over all fields "
+             "together, at the reference's own points where the reference is a file, else on "
+             "the evaluation grid. PINNacle's columns: " + PINNACLE + "; only the numbers "
+             "this project has on record (issue #14, `benchmarks/accuracy.py`) are filled "
+             "in: the table itself could not be retrieved in the session that wrote this "
+             "script, and no number is guessed (\"–\").", ""]
+    header = ["problem", "PINNacle", "reference", "our recipe (the file's)", "mode",
+              "budget (s)", "steps", "time (s)", "L2RE (ours)", "PINNacle PINN",
+              "PINNacle best", "beats best", "notes"]
+    rows = []
+    for e in SUITE:
+        r = results.get(e.key)
+        if r is None:
+            rows.append([f"`{e.key}`", e.label, e.reference, "–", "not run", "–", "–", "–", "–",
+                         sci(e.pinn), sci(e.best), "–", e.note])
+            continue
+        note = "; ".join(x for x in (e.note, r.get("note"),
+                                     f"FAILED: {r['error'][:160]}" if r.get("error") else None,
+                                     f"scored on {r['where']}" if r.get("where") else None)
+                         if x)
+        if r.get("error") is None and r.get("l2re") is None:
+            note = "; ".join(x for x in (note, "not scored: no reference") if x)
+        rows.append([f"`{e.key}`", e.label, e.reference, r.get("recipe", "–"), r.get("mode", "?"),
+                     C.fmt(r.get("budget_seconds"), ".0f"), C.fmt(r.get("steps"), "d"),
+                     C.fmt(r.get("wall_seconds"), ".0f"), sci(r.get("l2re")), sci(e.pinn),
+                     sci(e.best), verdict(r, e), note])
+    lines += [C.table(header, rows), ""]
+    real = [(e, results[e.key]) for e in SUITE if e.key in results
+            and results[e.key].get("mode") == "budget" and results[e.key].get("l2re") is not None]
+    comparable = [(e, r) for e, r in real if e.best is not None]
+    beaten = [e.label for e, r in comparable if r["l2re"] < e.best]
+    lines += ["## Summary", "",
+              f"- Problem files: {len(SUITE)}; rows with a real (budget) run and a score: "
+              f"{len(real)}; of those with PINNacle's best on record: {len(comparable)}, "
+              f"beaten: {len(beaten)}" + (f" ({', '.join(beaten)})" if beaten else "") + ".",
+              "- Not scored (no reference in the public snapshot and none generated yet): "
+              + ", ".join(e.label for e in SUITE if e.reference == "missing") + ".",
+              "- Stand-in data (PINNacle's tables are not public), so the score is not "
+              "comparable with PINNacle's: Burgers 2d-C (initial values), Heat 2d-VC "
+              "(coefficient), Wave 2d-CG (wave speed).",
+              "- Corrections of PINNacle: Wave 2d-MS is scored against the solution of its "
+              "PDE (its closed form misses the PDE by -2 pi^2 U); PInv's source uses "
+              "(2x - 1), (2y - 1).", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="a few steps per problem (seconds)")
+    ap.add_argument("--problems", default=None,
+                    help="comma-separated file stems (default: all): " + ",".join(BY_KEY))
+    ap.add_argument("--budget-seconds", type=float, default=DEFAULT_BUDGET,
+                    help=f"wall-clock budget per problem (default {DEFAULT_BUDGET:.0f})")
+    ap.add_argument("--out", default=str(OUT_MD), help="the Markdown table")
+    ap.add_argument("--results", default=str(RESULTS), help="the JSON results (merged)")
+    ap.add_argument("--fresh", action="store_true", help="do not keep earlier rows")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--worker-out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    mode = "smoke" if args.smoke else "budget"
+    if args.worker:
+        C.write_json(Path(args.worker_out), run_entry(args.worker, mode, args.budget_seconds))
+        return 0
+    keys = list(BY_KEY) if not args.problems else [k.strip() for k in args.problems.split(",")
+                                                   if k.strip()]
+    unknown = [k for k in keys if k not in BY_KEY]
+    if unknown:
+        ap.error(f"unknown problem(s) {', '.join(unknown)}; choose from {', '.join(BY_KEY)}")
+    res_path = Path(args.results)
+    results = {} if args.fresh or not res_path.exists() else C.read_json(res_path).get(
+        "results", {})
+    machine = C.machine()
+    timeout = 300 if mode == "smoke" else 3 * args.budget_seconds + 600
+    for k in keys:
+        r = run_in_subprocess(k, mode, args.budget_seconds, timeout)
+        results[k] = r
+        msg = (f"FAILED: {r['error'][:200]}" if r.get("error") else
+               f"L2RE {sci(r.get('l2re'))} in {C.fmt(r.get('wall_seconds'), '.1f')} s "
+               f"({r.get('steps')} steps)")
+        print(f"{k} [{mode}]: {msg}", flush=True)
+        C.write_json(res_path, {"machine": machine, "results": results})
+    command = C.command_line("pinnacle.py", argv)
+    C.write_text(Path(args.out), report(results, command, machine) + "\n")
+    print(f"wrote {args.out} and {res_path}")
+    return 1 if any(results[k].get("error") for k in keys) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
