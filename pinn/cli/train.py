@@ -434,11 +434,26 @@ def predict(
 
 def _artefact_params(items: list[str], ranged: list[str], box: dict) -> dict[str, float]:
     """``--param NAME=VALUE`` for an exported graph: every parametric input, in its box."""
-    import numpy as np
-
     if not ranged:
         raise UserError(f"--param {items[0]}: this exported graph has no parametric inputs; "
                         "drop --param")
+    out = _name_values(items, f"{ranged[0]}={box.get(ranged[0], [0])[0]}")
+    unknown = [k for k in out if k not in ranged]
+    missing = [k for k in ranged if k not in out]
+    if unknown or missing:
+        raise UserError(f"--param: the parametric inputs are {', '.join(ranged)}; "
+                        + (f"{', '.join(unknown)} is not one" if unknown else
+                           f"give a value for {', '.join(missing)} too"))
+    for k, v in out.items():
+        lo, hi = box.get(k, (-float("inf"), float("inf")))
+        if not lo - 1e-9 * (hi - lo) <= v <= hi + 1e-9 * (hi - lo):
+            raise UserError(f"--param {k}={v}: outside the range it was trained on, "
+                            f"[{lo}, {hi}]")
+    return out
+
+
+def _name_values(items: list[str], example: str) -> dict[str, float]:
+    """``NAME=VALUE`` items as ``{name: value}``; a malformed one is a one-line error."""
     out: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -446,18 +461,9 @@ def _artefact_params(items: list[str], ranged: list[str], box: dict) -> dict[str
             out[name.strip()] = float(value)
         except ValueError:
             sep = ""
-        if not sep or name.strip() not in ranged:
-            raise UserError(f"--param {item}: expected NAME=VALUE with NAME one of "
-                            f"{', '.join(ranged)}, e.g. --param {ranged[0]}="
-                            f"{box.get(ranged[0], [0])[0]}")
-    missing = [k for k in ranged if k not in out]
-    if missing:
-        raise UserError(f"--param: give a value for {', '.join(missing)} too")
-    for k, v in out.items():
-        lo, hi = box.get(k, (-np.inf, np.inf))
-        if not lo - 1e-9 * (hi - lo) <= v <= hi + 1e-9 * (hi - lo):
-            raise UserError(f"--param {k}={v}: outside the range it was trained on, "
-                            f"[{lo}, {hi}]")
+        if not sep:
+            raise UserError(f"--param {item}: expected NAME=VALUE with a number, e.g. "
+                            f"--param {example}")
     return out
 
 
@@ -468,16 +474,7 @@ def _param_values(items: list[str] | None, problem) -> dict[str, float] | None:
     if not problem.ranged:
         raise UserError(f"--param {items[0]}: this solution has no ranged parameters; drop "
                         "--param")
-    out: dict[str, float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep:
-            raise UserError(f"--param {item}: expected NAME=VALUE with a number, e.g. "
-                            f"--param {problem.ranged[0].name}={problem.ranged[0].range[0]}")
+    out = _name_values(items, f"{problem.ranged[0].name}={problem.ranged[0].range[0]}")
     _user(problem.param_columns, out, 1, where="--param")  # names, values and ranges
     return out
 
