@@ -29,6 +29,12 @@ described here; scores on them are not PINNacle's numbers:
   form does not: see wave2d_ms.yaml): u = U + w with U PINNacle's closed form and w the
   sine series (400 modes per axis) of the forced wave equation w_tt = w_xx + 2 w_yy +
   2 pi^2 U with zero data, each mode in closed form; at 20 000 seeded random points.
+* ``gs_ref.npz``: a reference for GS, whose table (``grayscott.dat``) is not public: ETDRK4
+  with 512 x 512 Fourier modes on the periodic [-1, 1]^2, dt = 0.25 (dt = 0.125 changes it
+  by 2e-7; 256 x 256 modes by 0.4 % in u and 7 % in v, and no finer check was run, so it
+  is good to a few per cent in v at best), kept at 41 x 41 nodes x 21 times (t = 0, 10,
+  ..., 200); the fields stay at u = 1, v = 0 near the walls (checked), where PINNacle has
+  no boundary condition.
 * ``pinv_data.csv``, ``hinv_data.csv``: PInv's and HInv's noisy observations of u, as
   PINNacle makes them (the 50 x 50 grid of [0, 1]^2, and ``heatinv_points.dat``'s 2500
   points; u_ref plus Gaussian noise of standard deviation 0.1, seeded).
@@ -194,6 +200,67 @@ def wave2d_ms_reference(points: np.ndarray, modes: int = 400) -> np.ndarray:
     return wave2d_ms_closed_form(x, y, t) + w
 
 
+def gs_reference(n: int = 512, dt: float = 0.25, t_end: float = 200.0, keep: int = 41,
+                 keep_t: int = 21) -> dict[str, np.ndarray]:
+    """Gray-Scott as in gs.yaml (b = 0.04, d = 0.1, eps = (1e-5, 5e-6) on [-1, 1]^2), by
+    ETDRK4 with ``n`` x ``n`` Fourier modes, periodic (PINNacle gives no boundary condition;
+    the fields stay at u = 1, v = 0 far from the pattern, which the check in main() asserts
+    at the walls); kept at ``keep`` x ``keep`` nodes and ``keep_t`` times."""
+    b, d, eps = 0.04, 0.1, (1e-5, 5e-6)
+    xs = -1 + 2 * np.arange(n) / n
+    X, Y = np.meshgrid(xs, xs, indexing="ij")
+    kx = np.pi * np.fft.fftfreq(n, d=1.0 / n)               # period 2
+    ky = np.pi * np.fft.rfftfreq(n, d=1.0 / n)
+    k2 = kx[:, None] ** 2 + ky[None, :] ** 2
+    M = 16
+    r = np.exp(1j * np.pi * (np.arange(1, M + 1) - 0.5) / M)
+    coef = []
+    for e in eps:
+        L = -e * k2
+        LR = dt * L[..., None] + r
+        coef.append((np.exp(dt * L), np.exp(dt * L / 2),
+                     dt * np.real(np.mean((np.exp(LR / 2) - 1) / LR, axis=-1)),
+                     dt * np.real(np.mean((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2))
+                                          / LR**3, axis=-1)),
+                     dt * np.real(np.mean((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3, axis=-1)),
+                     dt * np.real(np.mean((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR))
+                                          / LR**3, axis=-1))))
+
+    def nl(w):
+        u, v = np.fft.irfft2(w[0], (n, n)), np.fft.irfft2(w[1], (n, n))
+        uv2 = u * v * v
+        return np.stack([np.fft.rfft2(b * (1 - u) - uv2), np.fft.rfft2(uv2 - d * v)])
+
+    E, E2, Q, f1, f2, f3 = (np.stack([c[i] for c in coef]) for i in range(6))
+    w = np.stack([np.fft.rfft2(1 - np.exp(-80 * ((X + 0.05) ** 2 + (Y + 0.02) ** 2))),
+                  np.fft.rfft2(np.exp(-80 * ((X - 0.05) ** 2 + (Y - 0.02) ** 2)))])
+    steps = int(round(t_end / dt))
+    every = steps // (keep_t - 1)
+    frames = [w]
+    for s in range(1, steps + 1):
+        Nw = nl(w)
+        a = E2 * w + Q * Nw
+        Na = nl(a)
+        bb = E2 * w + Q * Na
+        Nb = nl(bb)
+        c = E2 * a + Q * (2 * Nb - Nw)
+        Nc = nl(c)
+        w = E * w + Nw * f1 + 2 * (Na + Nb) * f2 + Nc * f3
+        if s % every == 0:
+            frames.append(w)
+    idx = np.linspace(0, n, keep).round().astype(int) % n      # x = -1 ... 1 (1 is -1)
+    gx = np.linspace(-1, 1, keep)
+    ts = np.linspace(0, t_end, keep_t)
+    P, U, V = [], [], []
+    for t, f in zip(ts, frames, strict=True):
+        u, v = np.fft.irfft2(f[0], (n, n)), np.fft.irfft2(f[1], (n, n))
+        Xk, Yk = np.meshgrid(gx, gx, indexing="ij")
+        P.append(np.c_[Xk.ravel(), Yk.ravel(), np.full(Xk.size, t)])
+        U.append(u[np.ix_(idx, idx)].ravel())
+        V.append(v[np.ix_(idx, idx)].ravel())
+    return {"points": np.concatenate(P), "u": np.concatenate(U), "v": np.concatenate(V)}
+
+
 def inverse_data(seed: int = 0) -> dict[str, np.ndarray]:
     """PInv's and HInv's observations: u_ref plus N(0, 0.1) noise, at PINNacle's points."""
     rng = np.random.default_rng(seed)
@@ -228,6 +295,14 @@ def main(argv: list[str] | None = None) -> None:
     pts = np.c_[rng.uniform(0, 1, (20000, 2)), rng.uniform(0, 100, 20000)]
     np.savez_compressed(HERE / "wave2d_ms_ref.npz", points=pts.astype(np.float32),
                         u=wave2d_ms_reference(pts).astype(np.float32))
+    gs = gs_reference()
+    P, U, V = gs["points"], gs["u"], gs["v"]
+    wall = (np.abs(P[:, 0]) > 0.99) | (np.abs(P[:, 1]) > 0.99)
+    if np.abs(U[wall] - 1).max() > 1e-6 or np.abs(V[wall]).max() > 1e-6:
+        raise RuntimeError("gs_reference: the pattern reached the walls; a periodic "
+                           "reference no longer stands for PINNacle's problem")
+    np.savez_compressed(HERE / "gs_ref.npz", points=P.astype(np.float32),
+                        u=U.astype(np.float32), v=V.astype(np.float32))
     data = inverse_data()
     np.savetxt(HERE / "pinv_data.csv", data["pinv"], fmt="%.8g", delimiter=",",
                header="x,y,u", comments="")
@@ -235,7 +310,8 @@ def main(argv: list[str] | None = None) -> None:
         np.savetxt(HERE / "hinv_data.csv", data["hinv"], fmt="%.8g", delimiter=",",
                    header="x,y,t,u", comments="")
     done = ["heat2d_vc_coef.npz", "wave2d_cg_coef.npz", "burgers2d_init_u.dat",
-            "burgers2d_init_v.dat", "ks_ref.npz", "wave2d_ms_ref.npz", "pinv_data.csv"]
+            "burgers2d_init_v.dat", "ks_ref.npz", "wave2d_ms_ref.npz", "gs_ref.npz",
+            "pinv_data.csv"]
     done += ["hinv_data.csv"] if "hinv" in data else []
     if "refs" in argv:
         done += convert_references()
