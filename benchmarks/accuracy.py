@@ -527,6 +527,8 @@ def main(argv=None) -> int:
         old = C.read_json(jpath)
         if old.get("mode") == mode:
             data["entries"] = old.get("entries", {})
+            if args.fem_only:  # the PINN side's run stays the record's
+                data["machine"], data["command"] = old["machine"], old.get("command")
             # entries from before machines were recorded per entry ran on the old file's
             for r in data["entries"].values():
                 r.setdefault("machine", C.machine_line(old["machine"]))

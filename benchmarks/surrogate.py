@@ -115,7 +115,8 @@ def run_problem(key: str, smoke: bool, max_level_seconds: float) -> dict:
     res = built.spec.evaluation.resolution
     grid = ev.evaluation_grid(problem, res)
     out: dict = {"problem": key, "title": PROBLEMS.get(key, key), "param": name,
-                 "range": list(problem.ranged[0].range), "grid": list(grid.shape)}
+                 "range": list(problem.ranged[0].range), "grid": list(grid.shape),
+                 "load_start": C.load_average()}
     print(f"{key}: training the PINN", flush=True)
     t0 = time.perf_counter()
     run = pinn.setup(problem, built.model(), built.training(), precision=built.precision,
@@ -147,6 +148,7 @@ def run_problem(key: str, smoke: bool, max_level_seconds: float) -> dict:
         print(f"  FEM study at {name}={v:.4g}: {len(s.levels)} levels, best {best.error:.2e}",
               flush=True)
     out["studies"] = [s.to_data() for s in studies]
+    out["load_fem"] = C.load_average()
     level = _matched_level(studies, pinn_err)
     if level is None:
         out["fem_level"] = None
@@ -240,6 +242,12 @@ def render(results: list[dict], machine: dict, command: str, image: str | None) 
     lines += ["## Where each wins", ""]
     for r in results:
         lines.append("- " + _verdict(r))
+    loads = [f"{r['title']}: {r['load_start'][0]:.1f} when its training began, "
+             f"{r['load_fem'][0]:.1f} when its FEM queries began" for r in results
+             if r.get("load_start") and r.get("load_fem")]
+    if loads:
+        lines += ["", "Load average (over the last minute, so it lags the moment it names): "
+                  + "; ".join(loads) + "."]
     lines += ["", "Total wall time (s) for N queries (PINN: training + N evaluations; FEM: N "
               "solves):", "",
               C.table(("problem", *[f"N = {n}" for n in NS]),
