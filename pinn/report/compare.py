@@ -155,14 +155,6 @@ def pinn_curve(run) -> tuple[list[float], list[float]]:
     return ts, es
 
 
-def _ratio(a: float, b: float) -> str:
-    """``a / b`` as ``"12x"`` or ``"1/12x"``."""
-    if not (a > 0 and b > 0):
-        return "–"
-    r = a / b
-    return f"{r:.3g}x" if r >= 1 else f"1/{1 / r:.3g}x"
-
-
 def matched_verdict(study, error: float, seconds: float) -> dict:
     """The two comparisons as data and sentences: the cheapest FEM level at least as
     accurate as ``error`` and the most accurate one within ``seconds``."""
@@ -221,8 +213,12 @@ def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mappi
             rows.append((f"FEM at {what}", "none in the study", "–", "–", "–", "–"))
             continue
         e = worst(lv["rel_l2"])
-        vs = (f"{_ratio(secs, lv['seconds'])} faster" if key == "equal_accuracy"
-              else f"{_ratio(err, e)} more accurate")
+        if key == "equal_accuracy":
+            r = secs / lv["seconds"] if lv["seconds"] > 0 else math.inf
+            vs = f"{r:.3g}x sooner" if r >= 1 else f"{1 / r:.3g}x later"
+        else:
+            r = err / e if e > 0 else math.inf
+            vs = f"{r:.3g}x more accurate" if r >= 1 else f"{1 / r:.3g}x less accurate"
         dt = f", dt {lv['dt']:.3g}" if lv.get("dt") else ""
         rows.append((f"FEM at {what}: {lv['element']}, {lv['cells']} cells{dt}",
                      _per_field(lv["rel_l2"]), _per_field(lv["max_abs_error"]),
