@@ -71,6 +71,8 @@ def check_same_problem(p, q, data):
         pts = np.random.default_rng(0).uniform(lo, hi, (20, len(lo)))
         if p.is_evolution:
             pts = np.column_stack([pts, np.linspace(p.time.t0, p.time.t1, 20)])
+        for r in p.ranged:  # a parametric reference reads the parameters' columns too
+            pts = np.column_stack([pts, np.linspace(*r.range, 20)])
         want, got = p.reference(pts), q.reference(pts)
         assert want.keys() == got.keys()
         for f in want:
