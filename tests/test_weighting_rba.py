@@ -25,7 +25,8 @@ def _fixed_residual(r):
     return terms_fn
 
 
-def _batch(n=len(R), shift=0.0):
+def _batch(n=None, shift=0.0):
+    n = len(R) if n is None else n
     return {"__interior__": jnp.arange(2.0 * n).reshape(n, 2) + shift}
 
 

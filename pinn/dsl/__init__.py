@@ -3,11 +3,11 @@
 from pinn.dsl.builders import (
     D,
     abs_,
-    cells,
-    coefficient,
     arccos,
     arcsin,
     arctan,
+    cells,
+    coefficient,
     coords,
     cos,
     cosh,
