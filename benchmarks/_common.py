@@ -133,6 +133,29 @@ def machine_line(m: dict) -> str:
             + f"; {m['date']}" + (f"; commit {m['commit']}" if m.get("commit") else ""))
 
 
+def run_worker(script: Path, args: Sequence[str], timeout: float) -> tuple[dict | None, str]:
+    """Run ``python SCRIPT ARGS --worker-out FILE`` in its own process (a crash or a
+    timeout of one problem does not stop a suite): ``(result, "")`` with the JSON it wrote
+    and ``process_seconds``, or ``(None, why)``."""
+    import time
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "entry.json"
+        cmd = [sys.executable, str(Path(script).resolve()), *args, "--worker-out", str(out)]
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except subprocess.TimeoutExpired:
+            return None, f"timed out after {timeout:.0f} s"
+        if r.returncode != 0 or not out.exists():
+            tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
+            return None, f"worker exited {r.returncode}: " + " | ".join(tail)
+        res = read_json(out)
+        res["process_seconds"] = time.perf_counter() - t0
+        return res, ""
+
+
 # ---------------------------------------------------------------------------
 # files and tables
 

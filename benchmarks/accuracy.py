@@ -23,10 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 import warnings
@@ -265,26 +262,12 @@ def rematch_fem(entry: Entry, r: dict, mode: str) -> dict:
 
 
 def run_in_subprocess(key: str, mode: str, timeout: float) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "entry.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", key, "--mode", mode,
-               "--worker-out", str(out)]
-        if MAX_LEVEL_SECONDS:
-            cmd += ["--max-level-seconds", str(MAX_LEVEL_SECONDS)]
-        t0 = time.perf_counter()
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                               cwd=C.ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        except subprocess.TimeoutExpired:
-            return {"key": key, "title": SUITE[key].title, "mode": mode,
-                    "pinn_error": f"timed out after {timeout:.0f} s"}
-        if r.returncode != 0 or not out.exists():
-            tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
-            return {"key": key, "title": SUITE[key].title, "mode": mode,
-                    "pinn_error": f"worker exited {r.returncode}: " + " | ".join(tail)}
-        res = C.read_json(out)
-        res["process_seconds"] = time.perf_counter() - t0
-        return res
+    args = ["--worker", key, "--mode", mode]
+    if MAX_LEVEL_SECONDS:
+        args += ["--max-level-seconds", str(MAX_LEVEL_SECONDS)]
+    res, why = C.run_worker(Path(__file__), args, timeout)
+    return res if res is not None else {"key": key, "title": SUITE[key].title, "mode": mode,
+                                        "pinn_error": why}
 
 
 def summary(res: dict) -> str:

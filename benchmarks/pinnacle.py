@@ -25,10 +25,7 @@ import argparse
 import dataclasses
 import json
 import math
-import os
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 import warnings
@@ -254,25 +251,11 @@ def run_entry(key: str, mode: str, budget: float) -> dict:
 
 
 def run_in_subprocess(key: str, mode: str, budget: float, timeout: float) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        res_file = Path(tmp) / "entry.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", key,
-               "--worker-out", str(res_file), "--budget-seconds", str(budget)]
-        cmd += ["--smoke"] if mode == "smoke" else []
-        t0 = time.perf_counter()
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                               cwd=C.ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        except subprocess.TimeoutExpired:
-            return {"key": key, "label": BY_KEY[key].label, "mode": mode,
-                    "error": f"timed out after {timeout:.0f} s"}
-        if r.returncode != 0 or not res_file.exists():
-            tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
-            return {"key": key, "label": BY_KEY[key].label, "mode": mode,
-                    "error": f"worker exited {r.returncode}: " + " | ".join(tail)}
-        res = C.read_json(res_file)
-        res["process_seconds"] = time.perf_counter() - t0
-        return res
+    args = ["--worker", key, "--budget-seconds", str(budget)] + (["--smoke"] if mode == "smoke"
+                                                                 else [])
+    res, why = C.run_worker(Path(__file__), args, timeout)
+    return res if res is not None else {"key": key, "label": BY_KEY[key].label, "mode": mode,
+                                        "error": why}
 
 
 # ---------------------------------------------------------------------------
