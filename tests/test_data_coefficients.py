@@ -349,7 +349,7 @@ def test_pinnacle_problems_with_data_validate():
     built = {n: load(os.path.join(PINNACLE, n)) for n in DATA_PROBLEMS}
     heat = built["heat2d_vc.yaml"].problem
     (k,) = {n for n in pinn.dsl.walk(heat.equations["heat"]) if isinstance(n, Tabulated)}
-    assert [len(a) for a in k.table.axes] == [256, 256] and k.table.method == "nearest"
+    assert [len(a) for a in k.table.axes] == [256, 256] and k.table.method == "linear"
     ms = built["poisson2d_ms.yaml"].problem
     wheres = [n for n in pinn.dsl.walk(ms.equations["poisson"])
               if isinstance(n, pinn.dsl.expr.Expr) and getattr(n, "func", None) == "where"]
@@ -366,7 +366,31 @@ def test_pinnacle_problems_with_data_validate():
     assert len(burgers.conditions["start"].values) == 2
     wave = built["wave2d_cg.yaml"].problem
     (c,) = {n for n in pinn.dsl.walk(wave.equations["wave"]) if isinstance(n, Tabulated)}
-    assert c.table.method == "linear" and set(np.unique(c.table.values)) == {1.0, 4.0}
+    assert c.table.method == "linear" and set(np.unique(c.table.values)) == {1.0, 12.0}
+
+
+def test_pinnacle_coefficient_tables_are_regenerated_by_make_data():
+    """The committed tables are what make_data.py's re-implementation of PINNacle's seeded
+    generator writes (float32), laid out as PINNacle's: value[i, j] at (x_j, y_i)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location("make_data", os.path.join(PINNACLE, "make_data.py"))
+    make_data = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_data)
+    state = np.random.get_state()
+    for name, fn, lo in (("heat2d_vc_coef.npz", make_data.heat_coefficient, 0.0),
+                         ("wave2d_cg_coef.npz", make_data.wave_coefficient, -1.0)):
+        points, values = fn()
+        stored = np.load(os.path.join(PINNACLE, name))
+        np.testing.assert_array_equal(stored["points"], points.astype(np.float32))
+        np.testing.assert_array_equal(stored["values"], values.astype(np.float32))
+        assert points[1].tolist() == [lo + (1 - lo) / 255, lo]  # x varies fastest
+    # PINNacle's generator: exp of a unit-variance field (heat), thresholded at 0 (Darcy)
+    heat = make_data.heat_coefficient()[1]
+    assert np.log(heat).mean() == pytest.approx(0.0, abs=1e-12)
+    assert np.log(heat).std() == pytest.approx(1.0, rel=1e-12)
+    assert np.random.get_state()[1].tolist() == state[1].tolist()  # global state restored
 
 
 @pytest.mark.slow

@@ -1,16 +1,23 @@
 """Write the data files of the PINNacle problems whose data the public snapshot lacks.
 
-PINNacle's ``heat_2d_coef_256.dat`` (Heat2d-VC) and ``burgers2d_init_{u,v}_0.dat``
-(Burgers2d-C) are not in the public repository (their blobs are absent, see
-``../shared/pinnacle/README.md``), so these are stand-ins of the same kind, seeded and
-described here; scores on them are not PINNacle's numbers:
+PINNacle's ``heat_2d_coef_256.dat`` (Heat2d-VC), ``darcy_2d_coef_256.dat`` (Wave2d-CG) and
+``burgers2d_init_{u,v}_0.dat`` (Burgers2d-C) are not in the public repository (their blobs
+are absent, see ``../shared/pinnacle/README.md``). The two coefficient tables are
+regenerated exactly; the Burgers initial values are stand-ins of the same kind, seeded and
+described here (scores on them are not PINNacle's numbers):
 
-* ``heat2d_vc_coef.npz``: a 256 x 256 tensor grid on [0, 1]^2 (``points[N, 2]``,
-  ``values[N]``) of a smooth Gaussian random field (spectrum ``(4 pi^2 |k|^2 + 9)^-2``,
-  PINNacle's ``alpha = 4``), mapped to ``0.5 + 0.4 tanh(g / std(g))`` in (0.1, 0.9).
-* ``wave2d_cg_coef.npz``: the same kind of grid on [-1, 1]^2 (Wave2d-CG reads PINNacle's
-  ``darcy_2d_coef_256.dat`` at ``(x + 1)/2``): a two-phase medium, 4 where another such
-  field (seed 2) is positive and 1 elsewhere (the thresholded fields of Darcy benchmarks).
+* ``heat2d_vc_coef.npz`` and ``wave2d_cg_coef.npz`` (``points[N, 2]``, ``values[N]``, a
+  256 x 256 tensor grid): PINNacle's own tables, made by its generator
+  (``data/generate_functions.py``: ``gaussian_random_field(alpha=4, size=256)`` after
+  ``seed_everything(20220722)``, then ``exp(g)`` for heat and ``where(g > 0, 12, 1)`` for
+  Darcy/wave), re-implemented in :func:`heat_coefficient` and :func:`wave_coefficient`.
+  The public repository keeps the images that generator saved beside the tables
+  (``data/heat_2d_coef_256.png``, ``data/darcy_2d_coef_256.png``, ``plt.imsave`` of the
+  arrays): the arrays made here, saved the same way, match them pixel for pixel (all
+  65 536 pixels of each; checked 2026-12-01 with matplotlib's default colormap), and the
+  FEM solution of Heat2d-VC with this table matches PINNacle's COMSOL reference
+  (``heat_darcy.dat``; see heat2d_vc.yaml). The wave table is placed on [-1, 1]^2
+  (Wave2d-CG reads the [0, 1]^2 table at ``(x + 1)/2``).
 * ``burgers2d_init_u.dat``, ``burgers2d_init_v.dat``: columns ``x y u`` (``x y v``) on a
   65 x 65 grid of [0, 4]^2: a random periodic field of Fourier modes up to 2 waves per
   period, amplitude about 1.
@@ -22,6 +29,12 @@ described here; scores on them are not PINNacle's numbers:
   (``lid_driven_a4.dat``), NS2d-CG (``ns_0_obstacle.dat``) whole, and Heat2d-LT
   (``heat_longtime.dat``: 192 points x 501 time levels) at every 5th time level (t = 0, 1,
   ..., 100: 19 392 of its 96 192 points, to stay under 1 MB).
+* ``heat2d_vc_ref.npz`` (``python make_data.py heat2d_vc``, ~6 min): our FEM solution of
+  Heat2d-VC's equation with PINNacle's coefficient (P2, 96 x 96 cells, Crank-Nicolson
+  dt = 0.005; it differs from the 48-cell, dt = 0.01 solution by 6.9e-3 relative L2, so
+  its own error is about 1e-3), at a 41 x 41 grid x 26 times (t = 0, 0.2, ..., 5).
+  PINNacle's COMSOL table (``heat_darcy.dat``) does not solve that equation with that
+  coefficient (see heat2d_vc.yaml), so it is not used.
 * ``ks_ref.npz``: a reference for KS, whose table (``Kuramoto_Sivashinsky.dat``) is not
   public: ETDRK4 (Kassam and Trefethen 2005) with 512 Fourier modes on the periodic
   [0, 2 pi], dt = 1e-4, kept at 256 x 101 points of [0, 2 pi) x [0, 1].
@@ -55,28 +68,52 @@ HERE = Path(__file__).resolve().parent
 PINNACLE_REF = Path(os.environ.get("PINNACLE_REF", HERE.parents[2] / "shared" / "pinnacle" / "ref"))
 
 
-def _field(n: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    k = np.fft.fftfreq(n, d=1.0 / n)
-    kx, ky = np.meshgrid(k, k, indexing="ij")
-    spectrum = (4 * np.pi**2 * (kx**2 + ky**2) + 9.0) ** -2.0
-    noise = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
-    g = np.real(np.fft.ifft2(np.sqrt(spectrum) * noise))
-    return g / g.std()
+def _pinnacle_grf(alpha: float, size: int) -> np.ndarray:
+    """PINNacle's ``gaussian_random_field`` (``src/utils/random.py``): a power-law spectrum
+    ``|k|^(-alpha/2)`` drawn from NumPy's legacy global generator, normalised to mean 0 and
+    standard deviation 1."""
+    k = np.fft.fftshift(np.mgrid[:size, :size] - int((size + 1) / 2))
+    amplitude = np.power(k[0] ** 2 + k[1] ** 2 + 1e-10, -alpha / 4.0)
+    amplitude[0, 0] = 0
+    noise = np.random.normal(size=(size, size)) + 1j * np.random.normal(size=(size, size))
+    g = np.fft.ifft2(noise * amplitude).real
+    g = g - np.mean(g)
+    return g / np.std(g)
 
 
-def heat_coefficient(n: int = 256, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    values = 0.5 + 0.4 * np.tanh(_field(n, seed))
-    xs = np.linspace(0, 1, n)
-    X, Y = np.meshgrid(xs, xs, indexing="ij")
+#: the seed of PINNacle's ``data/generate_functions.py`` (``seed_everything(20220722)``)
+PINNACLE_SEED = 20220722
+
+
+def _pinnacle_table(kind: str, n: int = 256) -> np.ndarray:
+    # Each generator ran first after seeding: np.random.seed is global state, set here
+    # and restored after, so calling this does not disturb anyone's generator.
+    state = np.random.get_state()
+    try:
+        np.random.seed(PINNACLE_SEED)
+        g = _pinnacle_grf(4.0, n)
+    finally:
+        np.random.set_state(state)
+    return np.where(g > 0, 12.0, 1.0) if kind == "darcy" else np.exp(g)
+
+
+def _grid_table(values: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    # PINNacle's layout: np.meshgrid(x, y) ('xy' indexing), value[i, j] at (x_j, y_i)
+    xs = np.linspace(lo, hi, values.shape[0])
+    X, Y = np.meshgrid(xs, xs)
     return np.c_[X.ravel(), Y.ravel()], values.ravel()
 
 
-def wave_coefficient(n: int = 256, seed: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    values = np.where(_field(n, seed) > 0, 4.0, 1.0)
-    xs = np.linspace(-1, 1, n)
-    X, Y = np.meshgrid(xs, xs, indexing="ij")
-    return np.c_[X.ravel(), Y.ravel()], values.ravel()
+def heat_coefficient(n: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """PINNacle's ``heat_2d_coef_256.dat``: ``exp(g)`` of its Gaussian random field on a
+    ``n x n`` grid of [0, 1]^2 (values 0.060 ... 14.2)."""
+    return _grid_table(_pinnacle_table("heat", n), 0.0, 1.0)
+
+
+def wave_coefficient(n: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """PINNacle's ``darcy_2d_coef_256.dat`` (12 where its field is positive, 1 elsewhere),
+    placed on [-1, 1]^2: Wave2d-CG reads the [0, 1]^2 table at ``(x + 1)/2``."""
+    return _grid_table(_pinnacle_table("darcy", n), -1.0, 1.0)
 
 
 def burgers_initial(n: int = 65, length: float = 4.0, seed: int = 1) -> dict[str, np.ndarray]:
@@ -276,8 +313,27 @@ def inverse_data(seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
+def heat2d_vc_reference(cells: int = 96, dt: float = 0.005) -> dict[str, np.ndarray]:
+    """The FEM reference of ``heat2d_vc.yaml`` (see the module docstring)."""
+    from pinn import fem
+    from pinn.config import load
+
+    problem = load(str(HERE / "heat2d_vc.yaml"), ["reference=null"]).problem
+    sol = fem.solve(problem, cells=cells, element="P2", dt=dt)
+    xs, ts = np.linspace(0, 1, 41), np.linspace(0, 5, 26)
+    X, Y, T = np.meshgrid(xs, xs, ts, indexing="ij")
+    points = np.c_[X.ravel(), Y.ravel(), T.ravel()]
+    return {"points": points, "u": sol.evaluate(points)["u"]}
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["heat2d_vc"]:
+        ref = heat2d_vc_reference()
+        np.savez_compressed(HERE / "heat2d_vc_ref.npz", points=ref["points"].astype(np.float32),
+                            u=ref["u"].astype(np.float32))
+        print("wrote heat2d_vc_ref.npz")
+        return
     points, values = heat_coefficient()
     np.savez_compressed(HERE / "heat2d_vc_coef.npz", points=points.astype(np.float32),
                         values=values.astype(np.float32))
