@@ -35,9 +35,6 @@ described here (scores on them are not PINNacle's numbers):
   its own error is about 1e-3), at a 41 x 41 grid x 26 times (t = 0, 0.2, ..., 5).
   PINNacle's COMSOL table (``heat_darcy.dat``) does not solve that equation with that
   coefficient (see heat2d_vc.yaml), so it is not used.
-* ``ks_ref.npz``: a reference for KS, whose table (``Kuramoto_Sivashinsky.dat``) is not
-  public: ETDRK4 (Kassam and Trefethen 2005) with 512 Fourier modes on the periodic
-  [0, 2 pi], dt = 1e-4, kept at 256 x 101 points of [0, 2 pi) x [0, 1].
 * ``wave2d_ms_ref.npz``: a reference for Wave2d-MS that solves its PDE (PINNacle's closed
   form does not: see wave2d_ms.yaml): u = U + w with U PINNacle's closed form and w the
   sine series (400 modes per axis) of the forced wave equation w_tt = w_xx + 2 w_yy +
@@ -158,49 +155,6 @@ def convert_references(src: Path = PINNACLE_REF) -> list[str]:
                             **{k: v.astype(np.float32) for k, v in values.items()})
         done.append(f"{out} ({len(points)} points from {name})")
     return done
-
-
-def ks_reference(n: int = 512, dt: float = 1e-4, t_end: float = 1.0, keep_x: int = 256,
-                 keep_t: int = 101) -> dict[str, np.ndarray]:
-    """KS ``u_t + alpha u u_x + beta u_xx + gamma u_xxxx = 0`` on the periodic [0, 2 pi]
-    (PINNacle's alpha = 100/16, beta = 100/16^2, gamma = 100/16^4), u0 = cos x (1 + sin x),
-    by ETDRK4 with the contour-integral coefficients of Kassam and Trefethen (2005)."""
-    alpha, beta, gamma = 100 / 16, 100 / 16**2, 100 / 16**4
-    x = 2 * np.pi * np.arange(n) / n
-    k = np.fft.rfftfreq(n, d=1.0 / n)
-    L = beta * k**2 - gamma * k**4
-    g = -0.5j * alpha * k
-    E, E2 = np.exp(dt * L), np.exp(dt * L / 2)
-    M = 32
-    r = np.exp(1j * np.pi * (np.arange(1, M + 1) - 0.5) / M)
-    LR = dt * L[:, None] + r[None, :]
-    Q = dt * np.real(np.mean((np.exp(LR / 2) - 1) / LR, axis=1))
-    f1 = dt * np.real(np.mean((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2)) / LR**3, axis=1))
-    f2 = dt * np.real(np.mean((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3, axis=1))
-    f3 = dt * np.real(np.mean((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR)) / LR**3, axis=1))
-
-    def nl(vh):
-        return g * np.fft.rfft(np.fft.irfft(vh, n) ** 2)
-
-    v = np.fft.rfft(np.cos(x) * (1 + np.sin(x)))
-    steps = int(round(t_end / dt))
-    every = steps // (keep_t - 1)
-    frames = [np.fft.irfft(v, n)]
-    for s in range(1, steps + 1):
-        Nv = nl(v)
-        a = E2 * v + Q * Nv
-        Na = nl(a)
-        b = E2 * v + Q * Na
-        Nb = nl(b)
-        c = E2 * a + Q * (2 * Nb - Nv)
-        Nc = nl(c)
-        v = E * v + Nv * f1 + 2 * (Na + Nb) * f2 + Nc * f3
-        if s % every == 0:
-            frames.append(np.fft.irfft(v, n))
-    U = np.array(frames)[:, :: n // keep_x]                  # [t, x]
-    ts = np.linspace(0, t_end, keep_t)
-    X, T = np.meshgrid(x[:: n // keep_x], ts, indexing="xy")
-    return {"points": np.c_[X.ravel(), T.ravel()], "u": U.ravel()}
 
 
 def wave2d_ms_closed_form(x, y, t):
@@ -344,9 +298,6 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("u", "v"):
         np.savetxt(HERE / f"burgers2d_init_{name}.dat", np.c_[init["x"], init["y"], init[name]],
                    fmt="%.8g", header=f"x y {name}", comments="% ")
-    ks = ks_reference()
-    np.savez_compressed(HERE / "ks_ref.npz", points=ks["points"].astype(np.float32),
-                        u=ks["u"].astype(np.float32))
     rng = np.random.default_rng(0)
     pts = np.c_[rng.uniform(0, 1, (20000, 2)), rng.uniform(0, 100, 20000)]
     np.savez_compressed(HERE / "wave2d_ms_ref.npz", points=pts.astype(np.float32),
@@ -366,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
         np.savetxt(HERE / "hinv_data.csv", data["hinv"], fmt="%.8g", delimiter=",",
                    header="x,y,t,u", comments="")
     done = ["heat2d_vc_coef.npz", "wave2d_cg_coef.npz", "burgers2d_init_u.dat",
-            "burgers2d_init_v.dat", "ks_ref.npz", "wave2d_ms_ref.npz", "gs_ref.npz",
+            "burgers2d_init_v.dat", "wave2d_ms_ref.npz", "gs_ref.npz",
             "pinv_data.csv"]
     done += ["hinv_data.csv"] if "hinv" in data else []
     if "refs" in argv:

@@ -106,4 +106,7 @@ def references() -> dict[str, tuple[Callable, frozenset, frozenset]]:
         "allen_cahn": (spectral("allen_cahn"), frozenset({"diffusion", "reaction", "dt", "t_end"}),
                        frozenset({"n"})),
         "kdv": (spectral("kdv"), frozenset({"delta", "dt", "t_end"}), frozenset({"n"})),
+        "kuramoto_sivashinsky": (spectral("kuramoto_sivashinsky"),
+                                 frozenset({"alpha", "beta", "gamma", "dt", "t_end"}),
+                                 frozenset({"n"})),
     }

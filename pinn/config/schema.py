@@ -967,15 +967,17 @@ class FemSpec(Strict):
 
 
 class ReferenceSpec(OneOf):
-    """``{burgers: {nu: "0.01/pi"}}``, ``{allen_cahn: {}}``, ``{kdv: {}}``, ``{fem: {cells: 128}}``
+    """``{burgers: {nu: "0.01/pi"}}``, ``{allen_cahn: {}}``, ``{kdv: {}}``,
+    ``{kuramoto_sivashinsky: {alpha: ..., beta: ..., gamma: ...}}``, ``{fem: {cells: 128}}``
     or ``{file: ref.npz}`` (points and values, relative to the problem file)."""
 
-    KINDS: ClassVar = ("burgers", "allen_cahn", "kdv", "fem", "file")
+    KINDS: ClassVar = ("burgers", "allen_cahn", "kdv", "kuramoto_sivashinsky", "fem", "file")
     WHAT: ClassVar = "reference"
 
     burgers: dict[Name, ExprLike] | None = None
     allen_cahn: dict[Name, ExprLike] | None = None
     kdv: dict[Name, ExprLike] | None = None
+    kuramoto_sivashinsky: dict[Name, ExprLike] | None = None
     fem: FemSpec | None = None
     file: str | None = None
 

@@ -2,7 +2,7 @@
 
 * :func:`burgers` / :class:`Burgers` — viscous Burgers 1D by Cole–Hopf and
   Gauss–Hermite quadrature (error < 1e-14).
-* :func:`allen_cahn`, :func:`kdv` — Fourier pseudo-spectral + ETDRK4, cached
+* :func:`allen_cahn`, :func:`kdv`, :func:`kuramoto_sivashinsky` — Fourier pseudo-spectral + ETDRK4, cached
   on disk (relative L2 errors 3e-9 and 3e-11), returned as :class:`PeriodicSolution`.
 * :mod:`closed forms <pinn.reference.closed>` — heat, advection, wave 1D,
   Helmholtz, Poisson, Kovasznay, Taylor–Green: PDE and solution as
@@ -40,11 +40,13 @@ from pinn.reference.lazy import FEMReference, LazyReference, SpectralReference
 from pinn.reference.spectral import (
     AllenCahn,
     KdV,
+    KuramotoSivashinsky,
     PeriodicSolution,
     allen_cahn,
     etdrk4,
     etdrk4_coefficients,
     kdv,
+    kuramoto_sivashinsky,
 )
 
 __all__ = [
@@ -53,5 +55,6 @@ __all__ = [
     "taylor_green", "wave1d",
     "GHIA_RE100_U", "GHIA_RE100_V", "GHIA_RE100_X", "GHIA_RE100_Y", "ghia_re100",
     "FileReference", "FEMReference", "LazyReference", "SpectralReference",
-    "AllenCahn", "KdV", "PeriodicSolution", "allen_cahn", "etdrk4", "etdrk4_coefficients", "kdv",
+    "AllenCahn", "KdV", "KuramotoSivashinsky", "PeriodicSolution", "allen_cahn", "etdrk4",
+    "etdrk4_coefficients", "kdv", "kuramoto_sivashinsky",
 ]

@@ -76,14 +76,14 @@ class FEMReference(LazyReference):
 
 
 class SpectralReference(LazyReference):
-    """A periodic spectral reference, :func:`~pinn.reference.allen_cahn` or
-    :func:`~pinn.reference.kdv` with ``options``, computed on first use (and cached
+    """A periodic spectral reference, :func:`~pinn.reference.allen_cahn`,
+    :func:`~pinn.reference.kdv` or :func:`~pinn.reference.kuramoto_sivashinsky` with ``options``, computed on first use (and cached
     on disk by those functions).
 
         ref = SpectralReference("allen_cahn", {"n": 1024})
     """
 
-    KINDS = ("allen_cahn", "kdv")
+    KINDS = ("allen_cahn", "kdv", "kuramoto_sivashinsky")
 
     def __init__(self, kind: str, options: dict | None = None, field: str = "u"):
         if kind not in self.KINDS:

