@@ -32,6 +32,8 @@ VALIDATED = {
                        "linear|nearest, coords: [x, y], resample: 256}` (the options of "
                        "[CoefficientSpec](#coefficientspec))"),
     "_periods": "names, or a mapping name → period",
+    "_fields": ("names (a list, or one text: `u v`), or a mapping name → its coordinates "
+                "(`{u: [x, y, t], a: [x, y]}`; null: all of them)"),
     "_devices": "`all` or a device count",
     "_on": "boundary part name, list of names, or a predicate (`x == 0`)",
     "_bound": "number or constant expression",

@@ -88,6 +88,34 @@ class HardOutput:
     parts: tuple | None = None
 
 
+def check_hard_subset(problem, name: str, h) -> None:
+    """A hard condition on a field declared on a subset of the coordinates must not bring
+    in the others (the constraint multiplies the network by a distance and adds a value):
+    ValueError naming the fix otherwise."""
+    from pinn.dsl import calculus
+
+    f = next(g for g in problem.fields if g == h.field)
+    if f.coords is None:
+        return
+    have = set(f.coords)
+    spatial = [c.name for c in problem.spatial]
+    if h.kind == "initial":
+        used = [problem.time_coord.name] if problem.time_coord is not None else []
+    elif h.parts is None:  # box walls: their axes
+        used = [spatial[w if isinstance(w, int) else w[0]] for w in h.walls]
+    else:  # the approximate distance function of the shape: every spatial coordinate
+        used = list(spatial)
+    for e in (h.value, h.rate):
+        if e is not None:
+            used += [c.name for c in calculus.coords_of(e)]
+    missing = sorted(set(used) - have)
+    if missing:
+        raise ValueError(
+            f"conditions.{name}: a hard condition on {f.name}, declared on "
+            f"[{', '.join(f.coords)}], would make it depend on {', '.join(missing)}; make the "
+            "condition soft (hard=False) or declare the field on those coordinates too")
+
+
 class Condition:
     """The protocol of a condition type (see the module docstring)."""
 

@@ -92,12 +92,17 @@ class Problem:
             object.__setattr__(self, "fields", tuple(found))
         else:
             fs = tuple(self.fields)
+            bad = [f for f in fs if not isinstance(f, E.Field)]
+            if bad:
+                raise ProblemError(f"fields: {bad[0]} is not a field; declare fields with "
+                                   "pinn.field('u') or pinn.fields('u v')")
             missing = [f.name for f in found if f not in fs]
             if missing:
                 raise ProblemError(f"undeclared fields {missing}; declared: {[f.name for f in fs]}")
             object.__setattr__(self, "fields", fs)
         if not self.fields:
             raise ProblemError("the equations use no field: nothing to solve for")
+        self._resolve_field_coords(found)
 
         known = set(self.coords)
         for name, ex in self._named_exprs():
@@ -155,6 +160,22 @@ class Problem:
     @property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
+
+    @property
+    def field_coords(self) -> dict[str, tuple[E.Coord, ...]]:
+        """``{field name: the coordinates it depends on}``, in the problem's order: all of
+        them, or the subset its declaration names (``field("a", coords="x y")``,
+        ``fields: {a: [x, y]}``)."""
+        return {f.name: self.coords if f.coords is None else
+                tuple(c for c in self.coords if c.name in f.coords) for f in self.fields}
+
+    @property
+    def field_inputs(self) -> tuple[tuple[int, ...], ...]:
+        """Per field (in order), the network input columns it is a function of: its
+        coordinates' columns, then every ranged parameter's (:attr:`inputs`)."""
+        index = {c: i for i, c in enumerate(self.coords)}
+        extra = tuple(range(len(self.coords), len(self.inputs)))
+        return tuple(tuple(index[c] for c in cs) + extra for cs in self.field_coords.values())
 
     @property
     def params(self) -> tuple[E.Param, ...]:
@@ -240,6 +261,39 @@ class Problem:
             yield ex
         for c in self.conditions.values():
             yield from c.fields_used()
+
+    def _resolve_field_coords(self, found) -> None:
+        """Each field's coordinates from its declarations (in ``fields``, then in the
+        expressions): checked against the problem's coordinates, stored on the fields of
+        :attr:`fields` in the problem's order (``None``: all of them)."""
+        names = [c.name for c in self.coords]
+        given: dict[str, tuple[str, ...]] = {}
+        for f in (*self.fields, *found):
+            if f.coords is None:
+                continue
+            if f.name in given and set(given[f.name]) != set(f.coords):
+                raise ProblemError(
+                    f"fields.{f.name}: declared on [{', '.join(given[f.name])}] and on "
+                    f"[{', '.join(f.coords)}]; declare its coordinates once")
+            given.setdefault(f.name, f.coords)
+        for fname, cs in given.items():
+            bad = [c for c in cs if c not in names]
+            if bad:
+                raise ProblemError(
+                    f"fields.{fname}: unknown coordinate '{bad[0]}'; this problem's "
+                    f"coordinates are [{', '.join(names)}]")
+        object.__setattr__(self, "fields", tuple(
+            E.Field(f.name, None if f.name not in given or set(given[f.name]) == set(names)
+                    else tuple(n for n in names if n in given[f.name]))
+            for f in self.fields))
+        for f in self.fields:
+            if f.coords is not None and f in self.exact:
+                bad = [c.name for c in calculus.coords_of(self.exact[f])
+                       if c.name not in f.coords]
+                if bad:
+                    raise ProblemError(
+                        f"exact.{f.name}: uses {', '.join(bad)}, but field {f.name} is "
+                        f"declared on [{', '.join(f.coords)}] only")
 
     def _check_params(self) -> None:
         by_name: dict[str, E.Param] = {}

@@ -37,6 +37,9 @@ The problem as data (:func:`problem_to_data`)::
 
 (a ranged parameter of a parametric problem is ``{"name": "alpha", "range": [0.01, 0.1]}``)
 
+A problem with fields declared on a subset of the coordinates adds the optional key
+``field_coords``: ``{"a": ["x", "y"]}`` (the other fields depend on every coordinate).
+
 A problem with coefficients given as data (``pinn.coefficient``, ``coefficients: {k: {file:
 ...}}``, initial values from a file) adds the optional key ``coefficients``: ``[{"name": "k",
 "args": ["x", "y"], "axes": [{"$array": ...}, ...], "values": {"$array": ...}, "method":
@@ -248,6 +251,9 @@ def problem_to_data(problem, *, prefix: str = "problem") -> tuple[dict, dict[str
         "reference": (None if problem.reference is None else
                       w.object(problem.reference, f"{prefix}/reference", "reference")),
     }
+    subset = {f.name: list(f.coords) for f in problem.fields if f.coords is not None}
+    if subset:  # fields on a subset of the coordinates
+        data["field_coords"] = subset
     if tabulated:  # coefficients given as data: their tables, read back before the rest
         data["coefficients"] = [
             {"name": name, "args": [w.expr(a, f"{prefix}/coefficients/{name}/args")
@@ -404,7 +410,13 @@ def problem_from_data(d: Mapping, arrays: Mapping[str, np.ndarray] | None = None
         raise ValueError(f"{prefix}: expected the problem as an object, got {d!r}")
     d = dict(d)
     coords = [E.Coord(n) for n in _names(d, "coords", prefix)]
-    fields = [E.Field(n) for n in _names(d, "fields", prefix)]
+    subset = d.get("field_coords") or {}
+    if not isinstance(subset, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in subset.values()):
+        raise ValueError(f"{prefix}/field_coords: expected an object of coordinate name "
+                         f"lists, got {subset!r}")
+    fields = [E.Field(n, tuple(subset[n]) if n in subset else None)
+              for n in _names(d, "fields", prefix)]
     params = [_param(p, f"{prefix}/params/{i}") for i, p in enumerate(d.get("params") or [])]
     try:
         ns = Namespace([*coords, *fields, *params])

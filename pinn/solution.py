@@ -21,7 +21,8 @@ def build_network(problem, model, seed: int):
     the loss assembly builds the hard conditions around it).
 
     ``model``: a network spec (``pinn.MLP(...)``: its ``build`` gets the dimensions, the
-    domain bounds and the hard periodic embedding), a ``flax.nnx.Module`` mapping points
+    domain bounds, the hard periodic embedding and, where a field is declared on a subset
+    of the coordinates, each field's input columns), a ``flax.nnx.Module`` mapping points
     ``[N, d]`` (the problem's coordinates in order, unscaled) to ``[N, n_fields]``, or a
     function ``key -> module`` (initialised from the run's seed)."""
     from pinn.nets import split
@@ -33,10 +34,19 @@ def build_network(problem, model, seed: int):
     # the inputs: the coordinates, then a parametric problem's ranged parameters
     d_in, d_out = len(problem.inputs), len(problem.fields)
     if hasattr(model, "build"):
+        # a field on a subset of the coordinates: its own sub-network of those inputs
+        subset = any(f.coords is not None for f in problem.fields)
+        kw = {"inputs": problem.field_inputs} if subset else {}
         module = model.build(d_in, d_out, key=key, bounds=problem.input_box,
-                             periodic=periodic)
+                             periodic=periodic, **kw)
         return split(module)
     module = user_module(model, key)
+    subset = [f"{f.name}({', '.join(f.coords)})" for f in problem.fields if f.coords]
+    if subset:
+        raise ValueError(
+            f"fields {', '.join(subset)} depend on a subset of the coordinates: only pinn's "
+            f"network specs (pinn.MLP(...), ...) build that in; your {type(module).__name__} "
+            "would see every input. Use a spec, or declare the fields on all coordinates")
     if periodic:
         names = ", ".join(n for n, c in problem.conditions.items() if c.periodic_inputs(
             problem, n))

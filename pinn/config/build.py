@@ -174,7 +174,8 @@ def _check_hard(ctx: Context, problem) -> None:
         if not getattr(c, "hard", False):
             continue
         try:
-            c.hard_outputs(problem, cname)
+            for h in c.hard_outputs(problem, cname):
+                C.check_hard_subset(problem, cname, h)
             c.periodic_inputs(problem, cname)
         except ValueError as exc:
             msg = str(exc).removeprefix(f"conditions.{cname}: ").replace("hard=False",
@@ -286,6 +287,8 @@ def _coords_fields(ctx: Context, spec: S.ProblemSpec, dim: int) -> None:
     for kind, items in (("coords", names), ("fields", list(spec.fields))):
         for i, n in enumerate(items):
             path = (kind, i) if spec.coords is not None or kind == "fields" else ("domain",)
+            if kind == "fields" and isinstance(spec.fields, dict):
+                path = (kind, n)
             if n in RESERVED:
                 raise ctx.error(path, f"'{n}' is a built-in name of the PDE language; choose "
                                 f"another name for this {kind[:-1]}")
@@ -296,9 +299,29 @@ def _coords_fields(ctx: Context, spec: S.ProblemSpec, dim: int) -> None:
     if "fields" not in spec.model_fields_set:
         ctx.hint = "fields default to [u]; declare others with fields: [u, v, ...]"
     ctx.coords = tuple(E.Coord(n) for n in names)
-    ctx.fields = tuple(E.Field(n) for n in spec.fields)
+    ctx.fields = tuple(E.Field(n, _field_coords(ctx, spec, n, names)) for n in spec.fields)
     for node in ctx.coords + ctx.fields:
         ctx.namespace[node.name] = node
+
+
+def _field_coords(ctx: Context, spec: S.ProblemSpec, name: str, coords: list[str]
+                  ) -> tuple[str, ...] | None:
+    """The coordinates ``fields: {name: [...]}`` gives the field (None: all of them)."""
+    given = spec.fields.get(name) if isinstance(spec.fields, dict) else None
+    if given is None:
+        return None
+    if not given:
+        raise ctx.error(("fields", name), f"field '{name}' has no coordinates; list the ones "
+                        f"it depends on (coords: {', '.join(coords)}), or null for all")
+    for i, c in enumerate(given):
+        if c not in coords:
+            raise ctx.error(("fields", name, i), f"unknown coordinate '{c}'"
+                            f"{suggest(c, coords)} for field '{name}' (coords: "
+                            f"{', '.join(coords)})")
+        if given.index(c) != i:
+            raise ctx.error(("fields", name, i), f"coordinate '{c}' is listed twice for "
+                            f"field '{name}'")
+    return None if set(given) == set(coords) else tuple(c for c in coords if c in given)
 
 
 def _spatial(ctx: Context, spec: S.ProblemSpec) -> tuple:
@@ -678,6 +701,8 @@ def build_model(b: Built):
 
     m = b.spec.model
     kw: dict[str, Any] = dict(kwargs(m.args), normalize=m.normalize)
+    if m.per_field:
+        kw["per_field"] = True
     for key, cls in (("fourier", N.Fourier), ("rwf", N.RWF)):
         option = getattr(m, key)
         if option is not None:  # absent: the network's default; false: none

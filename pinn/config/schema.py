@@ -186,6 +186,22 @@ ExprLike = Annotated[Any, BeforeValidator(_expr_like)]
 ExprText = Annotated[str, BeforeValidator(_expr_text)]
 
 
+def _fields(v: Any):
+    """``[u, v]`` (or ``"u v"``): fields of every coordinate; ``{u: [x, y, t], a: [x, y]}``:
+    each field with the coordinates it depends on (``null``: all of them)."""
+    if isinstance(v, dict):
+        return {k: _names(c) for k, c in v.items()}
+    if isinstance(v, (str, list)):
+        return _names(v)
+    raise PydanticCustomError(
+        "fields", "expected a list of field names ([u, v]) or a mapping of each field to its "
+                  "coordinates ({{u: [x, y, t], a: [x, y]}}), got {got}", {"got": _kind(v)})
+
+
+#: ``fields:``: names, or each name with its coordinates (``None``: all of them)
+FieldNames = Annotated[dict[Name, Names | None] | list[Name], BeforeValidator(_fields)]
+
+
 class Strict(BaseModel):
     """Unknown keys are errors; numbers must be finite."""
 
@@ -692,9 +708,12 @@ class ModelSpec(OneOf):
     Options for every network: ``fourier`` (random Fourier features), ``rwf``
     (random weight factorisation), ``periodic`` (coordinates embedded exactly
     periodically: ``[x]`` with the domain's length as period, or ``{x: 2.0}``),
-    ``harmonics`` (of the periodic embedding) and ``normalize`` (scale inputs to
-    [-1, 1] from the domain's bounds).  PirateNet uses Fourier features and RWF
-    by default; ``fourier: false`` / ``rwf: false`` switch them off.
+    ``harmonics`` (of the periodic embedding), ``normalize`` (scale inputs to
+    [-1, 1] from the domain's bounds) and ``per_field`` (one network of this kind per
+    field, PINNacle's PFNN; a field declared on a subset of the coordinates, ``fields:
+    {a: [x, y]}``, gets its own network of those inputs in any case).  PirateNet uses
+    Fourier features and RWF by default; ``fourier: false`` / ``rwf: false`` switch them
+    off.
     """
 
     KINDS: ClassVar = ("mlp", "modified_mlp", "pirate")
@@ -708,6 +727,9 @@ class ModelSpec(OneOf):
     periodic: Annotated[dict[Name, Positive | None], BeforeValidator(_periods)] | None = None
     harmonics: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=64)] = 1
     normalize: Bool = True
+    per_field: Bool = False
+    """One network of this kind per field, each with the width and depth given (PINNacle's
+    PFNN), instead of one network with an output per field."""
 
 
 # ---------------------------------------------------------------------------
@@ -996,7 +1018,11 @@ class ProblemSpec(Strict):
     name: RunName | None = None
     description: str | None = None
     coords: Names | None = None
-    fields: Names = ["u"]
+    fields: FieldNames = ["u"]
+    """The unknowns, each a function of every coordinate (``[u, v]``), or each with the
+    coordinates it depends on (``{u: [x, y, t], a: [x, y]}``): a field of fewer
+    coordinates gets its own network of those inputs, so its derivatives along the others
+    are exactly zero."""
     params: dict[Name, ParamSpec] = {}
     define: dict[Name, ExprText] = {}
     coefficients: dict[Name, CoefficientSpec] = {}

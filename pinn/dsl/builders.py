@@ -24,14 +24,29 @@ def coords(spec: str | Sequence[str]) -> tuple[E.Coord, ...] | E.Coord:
     return out[0] if len(out) == 1 else out
 
 
-def field(name: str) -> E.Field:
-    """One unknown scalar field."""
-    return E.Field(_names(name)[0])
+def _coord_names(spec) -> tuple[str, ...] | None:
+    if spec is None:
+        return None
+    if isinstance(spec, E.Coord):
+        return (spec.name,)
+    if isinstance(spec, str):
+        return tuple(_names(spec))
+    return tuple(c.name if isinstance(c, E.Coord) else c for c in spec)
 
 
-def fields(spec: str | Sequence[str]) -> tuple[E.Field, ...]:
-    """Several fields at once, for systems: ``u, v, p = fields("u v p")``."""
-    return tuple(E.Field(n) for n in _names(spec))
+def field(name: str, coords=None) -> E.Field:
+    """One unknown scalar field; ``coords``: the coordinates it depends on when that is a
+    subset of the problem's (``field("a", coords=(x, y))`` or ``coords="x y"``: a
+    coefficient ``a(x, y)`` of a problem in ``x, y, t``). Its network sees only those
+    inputs, so its derivatives along the others are exactly zero."""
+    return E.Field(_names(name)[0], _coord_names(coords))
+
+
+def fields(spec: str | Sequence[str], coords=None) -> tuple[E.Field, ...]:
+    """Several fields at once, for systems: ``u, v, p = fields("u v p")`` (``coords``: as
+    in :func:`field`, for each of them)."""
+    cs = _coord_names(coords)
+    return tuple(E.Field(n, cs) for n in _names(spec))
 
 
 def param(name: str, value: float | None = None, *, learnable: bool = False,

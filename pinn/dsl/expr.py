@@ -17,7 +17,7 @@ componentwise.  Shapes are checked when a node is built.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Union
 
 __all__ = [
@@ -231,9 +231,36 @@ class Coord(Expr):
 
 @dataclass(frozen=True, repr=False)
 class Field(Expr):
-    """An unknown scalar field (one output of the network)."""
+    """An unknown scalar field (one output of the network).
+
+    ``coords``: the names of the coordinates the field depends on, when it depends on a
+    subset of the problem's coordinates (a coefficient ``a(x, y)`` of a time-dependent
+    problem); ``None``: all of them. It is a declaration, not part of the field's
+    identity: two fields of the same name are equal (``parse`` gives ``Field("a")``), and
+    the problem resolves each field's coordinates from its declaration
+    (:attr:`pinn.Problem.field_coords`).
+    """
 
     name: str
+    coords: tuple[str, ...] | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.coords is not None:
+            cs = self.coords
+            if isinstance(cs, (str, Expr)):
+                cs = (cs,)
+            names = tuple(c.name if isinstance(c, Coord) else c for c in cs)
+            bad = [c for c in names if not isinstance(c, str) or not c.isidentifier()]
+            if bad:
+                raise TypeError(f"field {self.name!r}: coords must be coordinates or their "
+                                f"names, got {bad[0]!r}")
+            if not names:
+                raise ValueError(f"field {self.name!r}: give at least one coordinate (a "
+                                 "constant unknown is a learnable parameter)")
+            dup = sorted({c for c in names if names.count(c) > 1})
+            if dup:
+                raise ValueError(f"field {self.name!r}: coordinate {dup[0]!r} is listed twice")
+            object.__setattr__(self, "coords", names)
 
 
 @dataclass(frozen=True, repr=False)

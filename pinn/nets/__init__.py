@@ -14,9 +14,12 @@ Specs: :class:`MLP`, :class:`ModifiedMLP`, :class:`PirateNet`; options
 :class:`Fourier` (random Fourier features), :class:`RWF` (random weight
 factorisation) and :class:`Periodic` (exact periodic input embedding).
 The modules they build (``MLPModule``, ...) can also be made directly.
+``spec.build(..., inputs=[[0, 1, 2], [0, 1]])`` (the input columns of each output) or
+``per_field=True`` builds one sub-network per field (:class:`FieldNetworksModule`).
 """
 
 from pinn.nets._embeddings import Embedding, FourierFeatures, Normalization, PeriodicEmbedding
+from pinn.nets._fieldnets import FieldNetworksModule
 from pinn.nets._layers import ACTIVATIONS, Buffer, Dense
 from pinn.nets._networks import (
     MLPModule,
@@ -42,6 +45,7 @@ __all__ = [
     "Buffer",
     "Dense",
     "Embedding",
+    "FieldNetworksModule",
     "Fourier",
     "FourierFeatures",
     "MLPModule",

@@ -14,7 +14,7 @@ supplies the rest when the network is built::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import jax
@@ -22,6 +22,7 @@ import numpy as np
 from flax import nnx
 
 from pinn.nets._embeddings import _periods
+from pinn.nets._fieldnets import FieldNetworksModule, field_groups
 from pinn.nets._layers import ACTIVATIONS, Activation, activation_fn, check_positive_int
 from pinn.nets._networks import MLPModule, ModifiedMLPModule, PirateNetModule
 
@@ -116,7 +117,9 @@ class ModelSpec:
     ``activation``: a name in :data:`ACTIVATIONS` or a callable. ``fourier``,
     ``rwf``, ``periodic``: optional :class:`Fourier`, :class:`RWF`, :class:`Periodic`.
     ``normalize``: map inputs from the domain's bounds to ``[-1, 1]`` (when bounds
-    are given to :meth:`build`).
+    are given to :meth:`build`). ``per_field``: one network of this spec per output
+    (field) instead of one shared network (PINNacle's PFNN); fields declared on a subset
+    of the coordinates get their own network of those inputs in any case.
     """
 
     activation: Activation = "tanh"
@@ -124,21 +127,15 @@ class ModelSpec:
     rwf: RWF | None = None
     periodic: Periodic | None = None
     normalize: bool = True
+    per_field: bool = False
     to_data = _spec_data
 
     def _common(self, d_in, d_out, key, bounds, periodic, dtype) -> dict:
-        check_positive_int("d_in", d_in)
-        check_positive_int("d_out", d_out)
-        if not isinstance(key, jax.Array):
-            raise TypeError(
-                f"build(key=...) needs a JAX PRNG key such as jax.random.key(0), got {key!r}"
-            )
-        periods = dict(self.periodic.periods) if self.periodic is not None else {}
-        periods.update(_periods(periodic, d_in))
+        """The network's constructor arguments; ``periodic``: all periods, merged."""
         return dict(
             activation=self.activation,
             bounds=bounds if self.normalize else None,
-            periodic=_periods(periods, d_in),
+            periodic=periodic,
             harmonics=self.periodic.harmonics if self.periodic is not None else 1,
             fourier=(self.fourier.scale, self.fourier.features) if self.fourier else None,
             rwf=(self.rwf.mean, self.rwf.std) if self.rwf else None,
@@ -155,6 +152,7 @@ class ModelSpec:
         bounds=None,
         periodic: Mapping[int, float] | None = None,
         dtype=None,
+        inputs: Sequence[Sequence[int]] | None = None,
     ) -> nnx.Module:
         """The network for ``d_in`` inputs and ``d_out`` outputs.
 
@@ -162,11 +160,61 @@ class ModelSpec:
         ``[-1, 1]`` (unless ``normalize=False``). ``periodic={index: period}``:
         inputs embedded exactly periodically. ``dtype``: parameter type (default:
         float32, or float64 when x64 is enabled). Same key, same network.
+
+        ``inputs[j]``: the input columns output ``j`` depends on (default: all). When
+        some output sees fewer columns, or with ``per_field=True``, the network is a
+        :class:`~pinn.nets.FieldNetworksModule`: one network of this spec per group of
+        outputs sharing their columns (per output with ``per_field``), each fed only its
+        columns (its derivatives along the others are exactly zero); its parameters are
+        the sum of theirs.
         """
+        check_positive_int("d_in", d_in)
+        check_positive_int("d_out", d_out)
+        if not isinstance(key, jax.Array):
+            raise TypeError(
+                f"build(key=...) needs a JAX PRNG key such as jax.random.key(0), got {key!r}"
+            )
+        periods = dict(self.periodic.periods) if self.periodic is not None else {}
+        periods.update(_periods(periodic, d_in))
+        periods = _periods(periods, d_in)
+        every = tuple(range(d_in))
+        if inputs is None:
+            inputs = [every] * d_out
+        inputs = [tuple(cols) for cols in inputs]
+        if len(inputs) != d_out:
+            raise ValueError(f"build(inputs=...) needs one column list per output ({d_out}), "
+                             f"got {len(inputs)}")
+        for cols in inputs:
+            if not cols or any(isinstance(c, bool) or not isinstance(c, (int, np.integer))
+                               or not 0 <= c < d_in for c in cols):
+                raise ValueError(f"build(inputs=...): the columns {list(cols)} must be input "
+                                 f"indices in 0..{d_in - 1} (at least one)")
+        groups = field_groups(inputs, self.per_field)
+        if len(groups) == 1 and groups[0][0] == every:  # one network of all inputs
+            return self._network(d_in, d_out, self._common(d_in, d_out, key, bounds, periods,
+                                                           dtype))
+        nets = []
+        for g, (cols, outs) in enumerate(groups):
+            sub_bounds = None
+            if bounds is not None:
+                lo, hi = (np.asarray(b, np.float64).reshape(-1) for b in bounds)
+                sub_bounds = (lo[list(cols)], hi[list(cols)])
+            sub_periods = {cols.index(i): p for i, p in periods.items() if i in cols}
+            kw = self._common(len(cols), len(outs), jax.random.fold_in(key, g), sub_bounds,
+                              sub_periods, dtype)
+            nets.append(self._network(len(cols), len(outs), kw))
+        return FieldNetworksModule(d_in, d_out, nets, [c for c, _ in groups],
+                                   [o for _, o in groups])
+
+    def _network(self, d_in: int, d_out: int, kw: dict) -> nnx.Module:
+        """The one network of this architecture (``kw``: :meth:`_common`'s arguments)."""
         raise NotImplementedError
 
     def __post_init__(self):
         _check_activation(self.activation)
+        if not isinstance(self.per_field, bool):
+            raise TypeError(f"{type(self).__name__}(per_field=...) is True or False, got "
+                            f"{self.per_field!r}")
         for name, kind in (("fourier", Fourier), ("rwf", RWF), ("periodic", Periodic)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
@@ -191,8 +239,7 @@ class MLP(ModelSpec):
         check_positive_int("MLP(width=...)", self.width)
         check_positive_int("MLP(depth=...)", self.depth, minimum=0)
 
-    def build(self, d_in, d_out, *, key, bounds=None, periodic=None, dtype=None) -> MLPModule:
-        kw = self._common(d_in, d_out, key, bounds, periodic, dtype)
+    def _network(self, d_in, d_out, kw) -> MLPModule:
         return MLPModule(d_in, d_out, self.width, self.depth, **kw)
 
 
@@ -208,10 +255,7 @@ class ModifiedMLP(ModelSpec):
         check_positive_int("ModifiedMLP(width=...)", self.width)
         check_positive_int("ModifiedMLP(depth=...)", self.depth)
 
-    def build(
-        self, d_in, d_out, *, key, bounds=None, periodic=None, dtype=None
-    ) -> ModifiedMLPModule:
-        kw = self._common(d_in, d_out, key, bounds, periodic, dtype)
+    def _network(self, d_in, d_out, kw) -> ModifiedMLPModule:
         return ModifiedMLPModule(d_in, d_out, self.width, self.depth, **kw)
 
 
@@ -233,6 +277,5 @@ class PirateNet(ModelSpec):
         check_positive_int("PirateNet(width=...)", self.width)
         check_positive_int("PirateNet(blocks=...)", self.blocks)
 
-    def build(self, d_in, d_out, *, key, bounds=None, periodic=None, dtype=None) -> PirateNetModule:
-        kw = self._common(d_in, d_out, key, bounds, periodic, dtype)
+    def _network(self, d_in, d_out, kw) -> PirateNetModule:
         return PirateNetModule(d_in, d_out, self.width, self.blocks, **kw)

@@ -24,6 +24,8 @@ def problem_summary(built) -> dict:
         "name": built.name,
         "coords": [c.name for c in p.coords],
         "fields": list(p.field_names),
+        **({"field_coords": {f.name: list(f.coords) for f in p.fields if f.coords}}
+           if any(f.coords for f in p.fields) else {}),
         "params": {k: {"value": v.value, "learnable": v.learnable,
                        **({"range": list(v.range)} if v.range is not None else {})}
                    for k, v in built.params.items()},
@@ -69,8 +71,10 @@ def summary_lines(file, s: dict) -> list[str]:
     _out = out.append
     _out(f"{file}: valid" if s.get("ok", True) else
          f"{file}: read, but the exact solution fails the manufactured-solution check (below)")
+    on = s.get("field_coords", {})  # fields on a subset of the coordinates: a(x, y)
+    fields = [f"{f}({', '.join(on[f])})" if f in on else f for f in s["fields"]]
     _out(f"  problem     {s['name']}: coords {', '.join(s['coords'])}; fields "
-         f"{', '.join(s['fields'])}")
+         f"{', '.join(fields)}")
     if s["params"]:
         _out("  params      " + ", ".join(
             (f"{k} in [{v['range'][0]:.6g}, {v['range'][1]:.6g}] (an input of the network)"

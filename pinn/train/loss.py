@@ -171,6 +171,7 @@ def _hard_transforms(problem, apply, spatial_dim):
     initial: dict[int, tuple] = {}
     for name, c in problem.conditions.items():
         for h in c.hard_outputs(problem, name):
+            C.check_hard_subset(problem, name, h)
             j = fidx[h.field]
             if h.kind == "initial":
                 initial[j] = (h.value, h.rate)
