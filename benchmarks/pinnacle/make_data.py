@@ -210,9 +210,10 @@ def gs_reference(n: int = 512, dt: float = 0.25, t_end: float = 200.0, keep: int
     L = np.stack([-e * k2 for e in eps]).ravel()            # diagonal: one entry per mode
 
     def nl(w):
+        w = w.reshape(shape)
         u, v = np.fft.irfft2(w[0], (n, n)), np.fft.irfft2(w[1], (n, n))
         uv2 = u * v * v
-        return np.stack([np.fft.rfft2(b * (1 - u) - uv2), np.fft.rfft2(uv2 - d * v)])
+        return np.stack([np.fft.rfft2(b * (1 - u) - uv2), np.fft.rfft2(uv2 - d * v)]).ravel()
 
     w0 = np.stack([np.fft.rfft2(1 - np.exp(-80 * ((X + 0.05) ** 2 + (Y + 0.02) ** 2))),
                    np.fft.rfft2(np.exp(-80 * ((X - 0.05) ** 2 + (Y - 0.02) ** 2)))])
