@@ -210,7 +210,7 @@ def test_heat_2d_with_source_and_time_dependent_dirichlet():
     (pinn.D(u, x, 2) ** 2 - 1, "line", "u_xx appears nonlinearly"),
     (pinn.D(u, x) + u, "line", "first-order"),
     (-pinn.D(pinn.D(u, x) ** 3, x) - 1, "line", "depends on the gradient"),
-    (pinn.D(u, t, 2) - pinn.D(u, x, 2), "spacetime", r"u_tt \(second order in t\)"),
+    (pinn.D(u, t, 3) - pinn.D(u, x, 2), "spacetime", r"u_ttt \(third order in t\)"),
     (pinn.D(u, x, t) - pinn.D(u, x, 2), "spacetime", "mixed space-time"),
     (u * pinn.D(u, t) - pinn.D(u, x, 2), "spacetime", "coefficient of u_t depends"),
 ])

@@ -11,12 +11,16 @@
 - first order in time: the theta-method (Crank-Nicolson by default,
   implicit Euler with ``theta=1``), one LU factorisation reused when the
   operator does not change;
+- second order in time (``a(x, t) u_tt + m u_t + ... = f``: the wave equation,
+  ``laplacian(u) - u_tt / c(x, y)`` with ``c`` from a table): Newmark's average
+  acceleration (beta = 1/4, gamma = 1/2; Crank-Nicolson on ``u, u_t``), second
+  order and energy-conserving, from the initial value and rate;
 - systems with one equation per field, e.g. steady incompressible
   Navier-Stokes / Stokes ``(u, v, p)`` with Taylor-Hood P2-P1 elements (a field
   that appears only differentiated, like the pressure, gets the lower degree
   and, without Dirichlet data, zero mean);
 - Dirichlet, Neumann, Robin and periodic conditions on named parts or
-  predicates, and initial conditions.
+  predicates, and initial conditions (values, and rates for second order in time).
 
 Anything else raises :class:`UnsupportedProblem` naming the term.  Meshes are
 built from the pinn geometries (:func:`build_mesh`) or passed as ``mesh=``.

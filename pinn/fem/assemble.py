@@ -224,7 +224,8 @@ class Discretisation:
         """One CSR sparsity pattern for every block the Jacobian and mass can touch."""
         segs: dict = {}
         for form in self.wf.equations:
-            trial = {g for it in (form.source, *form.flux) for (g, _) in it.jac} | set(form.mass)
+            trial = ({g for it in (form.source, *form.flux) for (g, _) in it.jac}
+                     | set(form.mass) | set(form.inertia))
             for g in trial:
                 segs[("cell", form.test, g)] = self._pairs(form.test, g)
         for k, bd in enumerate(self._boundary):
@@ -419,13 +420,21 @@ class Discretisation:
 
     def mass_data(self, t: float | None = None) -> np.ndarray:
         """``int m_g psi_g phi`` (time-derivative coefficients) on the pattern."""
+        return self._weighted_mass("mass", t)
+
+    def inertia_data(self, t: float | None = None) -> np.ndarray:
+        """``int a_g psi_g phi`` (coefficients of the second time derivatives) on the
+        pattern."""
+        return self._weighted_mass("inertia", t)
+
+    def _weighted_mass(self, which: str, t: float | None) -> np.ndarray:
         env: dict = {c: self.x[i] for i, c in enumerate(self.problem.spatial)}
         if self.problem.time_coord is not None and t is not None:
             env[self.problem.time_coord] = float(t)
         parts: list = []
         for form in self.wf.equations:
             T = self.phi[form.test]
-            for g, m in form.mass.items():
+            for g, m in getattr(form, which).items():
                 c = _bcast(evaluate_numpy(m, env), self.dx.shape) * self.dx
                 loc = np.matmul((T[0] * c[None]).transpose(1, 0, 2),
                                 self.phi[g][0].transpose(1, 2, 0))
@@ -486,7 +495,7 @@ def _structure(wf: WeakForm) -> tuple:
     """What a :class:`Discretisation` is built from besides the integrands' values."""
     eqs = tuple((form.test.name,
                  tuple(sorted({g.name for it in (form.source, *form.flux) for (g, _) in it.jac}
-                              | {g.name for g in form.mass})))
+                              | {g.name for g in form.mass} | {g.name for g in form.inertia})))
                 for form in wf.equations)
     return (tuple(f.name for f in wf.fields), tuple(sorted((f.name, k) for f, k in
                                                            wf.degree.items())),

@@ -1,4 +1,5 @@
-"""``pinn.fem.solve``: steady problems by Newton's method, evolution by the theta-method."""
+"""``pinn.fem.solve``: steady problems by Newton's method, evolution by the theta-method
+(first order in time) or Newmark's average acceleration (second order in time)."""
 
 from __future__ import annotations
 
@@ -115,7 +116,11 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
     Evolution problems: the theta-method (``theta=0.5`` Crank-Nicolson,
     ``theta=1`` implicit Euler) with step ``dt`` (or ``steps``); default
     ``dt`` ~ the cell size (P1) or its 1.5th power (P2).  ``startup`` implicit
-    Euler half-steps damp the start for rough data (Rannacher).  One LU
+    Euler half-steps damp the start for rough data (Rannacher).  Equations second
+    order in time (``u_tt``) step by Newmark's average acceleration (Crank-Nicolson on
+    ``u, u_t``; ``theta`` and ``startup`` do not apply), from the initial value and
+    rate, with a default ``dt`` of the same rule per crossing of the domain at the
+    fastest wave speed (P1: Courant number ~1).  One LU
     factorisation is reused when the operator does not change in time.
     ``store_every``: keep every n-th step (default: all steps while they fit
     in ~400 MB).  ``cache``: a :class:`~pinn.fem.SolveCache` shared by many
@@ -213,10 +218,13 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
     if steps is None:
         if dt is None:
             lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in problem.space.bounds)
-            hcell = float(np.max(hi - lo)) / max(1.0, disc.mesh.t.shape[1] ** (1 / disc.mesh.dim()))
+            L = float(np.max(hi - lo))
+            hcell = L / max(1.0, disc.mesh.t.shape[1] ** (1 / disc.mesh.dim()))
             k = max(wf.degree.values())
-            rel = (hcell / float(np.max(hi - lo))) ** ((k + 1) / 2)
-            steps = int(min(20000, max(50, math.ceil(1 / rel))))
+            rel = (hcell / L) ** ((k + 1) / 2)
+            # waves: per crossing of the domain at the fastest speed (P1: Courant number ~1)
+            crossings = _crossings(disc, wf, t0, T, L) if wf.inertial else 1.0
+            steps = int(min(20000, max(50, math.ceil(crossings / rel))))
         else:
             if not dt > 0:
                 raise ValueError(f"dt must be positive, got {dt}")
@@ -229,6 +237,16 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         if store_every > 1:
             warnings.warn(f"{problem.name}: storing every {store_every}th of {steps} steps "
                           "(memory); pass store_every= to change", stacklevel=3)
+    if wf.inertial:
+        if theta != 0.5 or startup:
+            warnings.warn(f"{problem.name}: theta={theta} and startup={startup} are for first "
+                          "order in time; a second-order-in-time equation is stepped by "
+                          "Newmark's average acceleration (Crank-Nicolson on u, u_t)",
+                          stacklevel=3)
+        info.update(theta=0.5, scheme="newmark")
+        return _evolve_second_order(problem, disc, wf, dt=dt, steps=steps,
+                                    store_every=store_every, newton=newton, info=info,
+                                    factors=factors)
     U = disc.interpolate(wf.initial, t=t0)
     snaps, times = [U.copy()], [t0]
     mass_const = not any(
@@ -302,3 +320,96 @@ def _coords(e):
     from pinn.dsl.calculus import coords_of
 
     return coords_of(e)
+
+
+def _crossings(disc: Discretisation, wf, t0: float, T: float, L: float) -> float:
+    """How many times the fastest wave crosses the domain (size ``L``) in time ``T``: the
+    speed is ``sqrt(max |c_ii| / |a|)`` over the quadrature points, ``a`` the coefficient of
+    ``u_tt`` and ``c_ii`` those of ``u_xx``, ``u_yy``, ... (1 when it cannot be told)."""
+    env = disc._env(disc.interpolate(wf.initial, t=t0), t0)
+    shape = disc.dx.shape
+    speed2 = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for form in wf.equations:
+            for g, a in form.inertia.items():
+                av = np.abs(_num(a, env, shape))
+                for i, row in enumerate(form.second.get(g, ())):
+                    ratio = np.abs(_num(row[i], env, shape)) / av
+                    ratio = ratio[np.isfinite(ratio)]
+                    if ratio.size:
+                        speed2 = max(speed2, float(np.max(ratio)))
+    return max(1.0, T * math.sqrt(speed2) / L) if speed2 > 0 else 1.0
+
+
+def _num(e, env, shape) -> np.ndarray:
+    from pinn.dsl.evaluate import evaluate_numpy
+
+    return np.broadcast_to(np.asarray(evaluate_numpy(e, env), dtype=np.float64), shape)
+
+
+def _evolve_second_order(problem, disc: Discretisation, wf, *, dt, steps, store_every, newton,
+                         info, factors=None):
+    """``A U'' + M U' + R(U, t) = 0`` (``A``: the inertia matrix of the ``u_tt``
+    coefficients, ``M``: the mass matrix of the ``u_t`` ones, ``R``: the spatial residual)
+    by Newmark's average-acceleration scheme (beta = 1/4, gamma = 1/2), written as
+    Crank-Nicolson on the first-order system ``U' = V``, ``A V' + M V + R = 0``:
+
+        A (4/dt^2) (U1 - U0 - dt V0) + M (2/dt) (U1 - U0) + R(U1, t1) + R(U0, t0) = 0,
+        V1 = (2/dt) (U1 - U0) - V0,
+
+    second order in ``dt``, unconditionally stable, and for ``A U'' + K U = 0`` (``A``, ``K``
+    symmetric) it keeps ``V.A V + U.K U`` exactly. No initial acceleration is needed. The
+    operator ``4/dt^2 A + 2/dt M + dR/dU`` is factorised once when the problem is linear and
+    its coefficients do not change in time. The rates at Dirichlet dofs follow the same
+    recurrence from the prescribed values."""
+    t0 = float(problem.time.t0)
+    U = disc.interpolate(wf.initial, t=t0)
+    V = disc.interpolate(wf.rates, t=t0)
+    snaps, times = [U.copy()], [t0]
+    coeffs = [m for form in wf.equations for m in (*form.mass.values(), *form.inertia.values())]
+    const_mass = not any(problem.time_coord in _coords(m) for m in coeffs)
+    const_op = wf.linear and not wf.operator_depends_on_time
+    K = disc.jacobian_data(U, t0) if const_op else None
+    Kmat = disc.matrix(K) if const_op else None
+    r0_fixed = None
+    if const_op and not wf.depends_on_time:
+        r0_fixed = disc.residual(np.zeros_like(U), t0)
+
+    def R(W, t):
+        if Kmat is None:
+            return disc.residual(W, t)
+        r0 = r0_fixed if r0_fixed is not None else disc.residual(np.zeros_like(W), t)
+        return Kmat @ W + r0
+
+    def scaled(t):
+        """``(4/dt^2 A + 2/dt M)`` on the pattern, and the two as matrices (at time t)."""
+        a, m = 4.0 / dt**2 * disc.inertia_data(t), 2.0 / dt * disc.mass_data(t)
+        return a + m, disc.matrix(a), disc.matrix(m)
+
+    fixed = scaled(t0) if const_mass else None
+    solve_with = disc.factor(fixed[0] + K, factors) if const_op and const_mass else None
+    R_prev = R(U, t0)
+    reuse: dict = {}
+    total_its = 0
+    for n in range(1, steps + 1):
+        t_new = t0 + dt * n
+        A_data, Ai, Mi = fixed if const_mass else scaled(t_new - 0.5 * dt)
+        guess = disc.dirichlet_values(U + dt * V, t_new)
+        U0, V0, Rp = U, V, R_prev
+
+        def F(W, U0=U0, V0=V0, Rp=Rp, Ai=Ai, Mi=Mi, t_new=t_new):
+            return Ai @ (W - U0 - dt * V0) + Mi @ (W - U0) + R(W, t_new) + Rp
+
+        def J(W, A_data=A_data, t_new=t_new):
+            return A_data + (K if K is not None else disc.jacobian_data(W, t_new))
+
+        U, its = _newton(disc, guess, F, J, newton, f"{problem.name} (step to t={t_new:.6g})",
+                         wf.linear, solve_with, reuse)
+        total_its += its
+        V = disc.enforce(2.0 / dt * (U - U0) - V0)
+        R_prev = R(U, t_new)
+        if n % store_every == 0 or n == steps:
+            snaps.append(U.copy())
+            times.append(t_new)
+    info["newton_iterations"] = total_its
+    return np.array(snaps), np.array(times)

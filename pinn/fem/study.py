@@ -4,7 +4,9 @@ and elements, and the FEM that matches a PINN at equal accuracy or at equal time
 ``refine(problem, target_error=e, budget_seconds=s)`` solves ``problem`` with P1, P2 and P3
 elements on meshes of 4, 8, 16, ... cells per side (evolution problems: the time step
 follows the cell size, ``dt ~ h^((k+1)/2)``, so that Crank-Nicolson's O(dt^2) error keeps
-pace with the O(h^(k+1)) of P_k), times every solve and scores it on the evaluation grid.
+pace with the O(h^(k+1)) of P_k; wave-type equations: per crossing of the domain at the
+fastest wave speed, with Newmark's average acceleration, also O(dt^2)), times every solve
+and scores it on the evaluation grid.
 Evolution problems also try each mesh with 4 and 16 times the rule's time step (a smooth
 solution may need far fewer steps than the rule gives): the comparisons pick among all
 levels. An element's sequence stops once refining further can help neither comparison (its error

@@ -4,11 +4,13 @@ The translation reads the expanded equations, not the problem's name.  Each
 equation ``e = 0``, with the fields and their derivatives as *field atoms*
 (:mod:`pinn.dsl.symbolic`), is split into
 
-    e = sum_g m_g u_t + sum_{g,i,j} c^g_ij d_ij g + e0(x, t, g, grad g)
+    e = sum_g a_g g_tt + sum_g m_g g_t + sum_{g,i,j} c^g_ij d_ij g + e0(x, t, g, grad g)
 
-where the ``c^g_ij`` (the second-order coefficients) and the ``m_g`` must not
-depend on second derivatives.  Integrating the second-order part by parts
-against a test function ``phi`` gives the weak residual
+where the ``c^g_ij`` (the second-order coefficients) must not depend on second
+derivatives, and the inertia ``a_g`` and mass ``m_g`` on the solution at all
+(the time stepping needs ``sum a_g g_tt + sum m_g g_t`` linear in the rates).
+Integrating the second-order part by parts against a test function ``phi`` gives
+the weak residual
 
     R(U; phi) = int  S phi + sum_i F_i d_i phi  dx  +  boundary terms,
     F_i = -sum_{g,j} c^g_ij d_j g,    S = e0 - sum_{g,i,j} (d_i c^g_ij) d_j g,
@@ -67,17 +69,17 @@ def _order_words(wrt: tuple[E.Coord, ...]) -> str:
 
 
 def _check_atom(f: E.Field, wrt: tuple[E.Coord, ...], spatial, time) -> None:
-    """Raise unless ``D(f, wrt)`` is at most second order in space or first order in time."""
+    """Raise unless ``D(f, wrt)`` is at most second order in space or in time (not mixed)."""
     n_t = sum(1 for c in wrt if c == time)
     space = [c for c in wrt if c != time]
     if n_t and space:
         raise UnsupportedProblem(f"term {term_name(f, wrt)} (a mixed space-time derivative) is "
                                  "not supported by the FEM baseline")
-    if n_t > 1:
+    if n_t > 2:
         raise UnsupportedProblem(
             f"term {term_name(f, wrt)} ({_order_words(wrt)}) is not supported by the FEM "
-            "baseline: time stepping is for first order in time (heat-type equations); write "
-            "a wave equation as a first-order system"
+            "baseline: time stepping is for first order (heat-type) and second order "
+            "(wave-type) equations in time"
         )
     unknown = [c.name for c in space if c not in spatial]
     if unknown:
@@ -146,6 +148,7 @@ class EquationForm:
     flux: tuple[Integrand, ...]            # flux[i] multiplies d_i phi
     mass: dict[E.Field, E.Expr]            # coefficient of D(g, t)
     second: dict[E.Field, tuple[tuple[E.Expr, ...], ...]]  # c^g_ij (symmetric)
+    inertia: dict[E.Field, E.Expr] = field(default_factory=dict)  # coefficient of D(g, t, 2)
 
 
 @dataclass
@@ -180,6 +183,13 @@ class WeakForm:
     operator_depends_on_time: bool         # the Jacobian (or mass) depends on t
     value_free: set[E.Field]               # fields that appear only differentiated
     periodic: list[tuple[str, tuple[E.Field, ...], tuple[str, str]]] = field(default_factory=list)
+    rates: dict[E.Field, E.Expr] = field(default_factory=dict)  # initial D(g, t), inertial g
+
+    @property
+    def inertial(self) -> tuple[E.Field, ...]:
+        """The fields whose second time derivative appears (wave-type time stepping)."""
+        seen = {g for form in self.equations for g in form.inertia}
+        return tuple(f for f in self.fields if f in seen)
 
 
 def _pair_equations(names, diffused_in: dict[str, set[E.Field]], fields, diffused_any):
@@ -227,15 +237,17 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
         warnings.warn(f"{problem.name}: learnable parameter {p.name!r} is held at its initial "
                       f"value {p.value} by the FEM baseline (forward solve only)", stacklevel=3)
     eqs = {n: _expanded_equation(problem, n) for n in names}
-    coeffs, masses = {}, {}
+    coeffs, masses, inertias = {}, {}, {}
     for n, e in eqs.items():
-        coeffs[n], masses[n] = _second_order_parts(problem, n, e)
+        coeffs[n], masses[n], inertias[n] = _second_order_parts(problem, n, e)
     diffused_in = {n: set(coeffs[n]) for n in names}
     diffused_any = set().union(*diffused_in.values())
-    _check_classes(problem, names, diffused_in, masses)
+    _check_classes(problem, names, diffused_in, masses, inertias)
     pairing = _pair_equations(names, diffused_in, fields, diffused_any)
-    forms = [_equation_form(problem, n, eqs[n], coeffs[n], masses[n], pairing[n]) for n in names]
+    forms = [_equation_form(problem, n, eqs[n], coeffs[n], masses[n], inertias[n], pairing[n])
+             for n in names]
     applied = _apply_conditions(problem, {f.test: f for f in forms})
+    rates = _initial_rates(problem, forms, applied)
     deg = _degrees(problem, diffused_any, degree)
     linear, time_dep, op_time, used_values = _properties(problem, forms, applied.boundary)
     value_free: set[E.Field] = set()
@@ -244,7 +256,7 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
         value_free = {f for f in fields if f not in used_values and f not in fixed}
     return WeakForm(fields, tuple(problem.spatial), forms, applied.boundary, applied.dirichlet,
                     applied.initial, deg, linear, time_dep, op_time, value_free,
-                    applied.periodic)
+                    applied.periodic, rates)
 
 
 def _expanded_equation(problem, n: str) -> E.Expr:
@@ -259,21 +271,25 @@ def _expanded_equation(problem, n: str) -> E.Expr:
 
 
 def _second_order_parts(problem, n: str, e: E.Expr):
-    """``({g: c^g (d x d)}, {g: m_g})``: second-order and time-derivative coefficients."""
+    """``({g: c^g (d x d)}, {g: m_g}, {g: a_g})``: the second-order coefficients and those
+    of the first and second time derivatives."""
     spatial, tcoord = tuple(problem.spatial), problem.time_coord
     d = len(spatial)
     coeffs: dict[E.Field, list[list[E.Expr]]] = {}
     masses: dict[E.Field, E.Expr] = {}
+    inertias: dict[E.Field, E.Expr] = {}
     for (g, wrt), c in S.jacobian(e, problem.fields, spatial, problem.coords).items():
-        if tcoord is not None and wrt == (tcoord,):
+        if tcoord is not None and wrt in ((tcoord,), (tcoord, tcoord)):
             bad = S.field_atoms(c)
             if bad:
+                what = ("a nonlinear second-time-derivative term" if len(wrt) == 2 else
+                        "a nonlinear time-derivative term")
                 raise UnsupportedProblem(
                     f"{problem.name}, equation {n!r}: the coefficient of {term_name(g, wrt)} "
-                    f"depends on the solution ({_names(bad)}); the FEM baseline needs it to "
-                    "depend on the coordinates only"
+                    f"depends on the solution ({_names(bad)}: {what}); the FEM baseline "
+                    "needs it to depend on the coordinates and time only"
                 )
-            masses[g] = c
+            (masses if len(wrt) == 1 else inertias)[g] = c
         elif len(wrt) == 2:
             bad = _second_atoms(c, tcoord)
             if bad:
@@ -290,10 +306,10 @@ def _second_order_parts(problem, n: str, e: E.Expr):
                 half = calculus.div(c, E.Number(2))
                 mat[i][j] = half
                 mat[j][i] = half
-    return coeffs, masses
+    return coeffs, masses, inertias
 
 
-def _check_classes(problem, names, diffused_in, masses) -> None:
+def _check_classes(problem, names, diffused_in, masses, inertias) -> None:
     """Raise for equations without diffusion (one field) or without a time derivative."""
     fields = problem.fields
     for n in names:
@@ -303,7 +319,7 @@ def _check_classes(problem, names, diffused_in, masses) -> None:
                 f"{fields[0].name} (a first-order, hyperbolic equation): the FEM baseline "
                 "(continuous Galerkin without stabilisation) needs a diffusion term"
             )
-        if problem.is_evolution and not masses[n]:
+        if problem.is_evolution and not masses[n] and not inertias[n]:
             raise UnsupportedProblem(
                 f"{problem.name}, equation {n!r} has no time derivative in a time-dependent "
                 "problem (an algebraic constraint such as incompressibility): the FEM "
@@ -311,7 +327,7 @@ def _check_classes(problem, names, diffused_in, masses) -> None:
             )
 
 
-def _equation_form(problem, n, e, coeffs, masses, test) -> EquationForm:
+def _equation_form(problem, n, e, coeffs, masses, inertias, test) -> EquationForm:
     """Integrate the second-order part of ``e`` by parts: the source and the fluxes."""
     spatial, tcoord = tuple(problem.spatial), problem.time_coord
     d = len(spatial)
@@ -339,6 +355,7 @@ def _equation_form(problem, n, e, coeffs, masses, test) -> EquationForm:
         name=n, test=test, source=Integrand.build(src, problem),
         flux=tuple(Integrand.build(fx, problem) for fx in flux),
         mass=masses, second={g: tuple(map(tuple, m)) for g, m in coeffs.items()},
+        inertia=inertias,
     )
 
 
@@ -373,7 +390,7 @@ def _properties(problem, forms, bterms):
             op_time = op_time or has_t(jx)
         time_dep = time_dep or has_t(it.expr)
         used.update(f for f, w in S.field_atoms(it.expr) if not w)
-    if any(has_t(m) for form in forms for m in form.mass.values()):
+    if any(has_t(m) for form in forms for m in (*form.mass.values(), *form.inertia.values())):
         op_time = time_dep = True
     return linear, time_dep or op_time, op_time, used
 
@@ -392,6 +409,7 @@ class _Applied:
     dirichlet: list[DirichletSpec] = field(default_factory=list)
     initial: dict[E.Field, E.Expr] = field(default_factory=dict)
     periodic: list = field(default_factory=list)
+    rates: dict = field(default_factory=dict)     # field -> (condition name, D(field, t))
 
 
 def _flux_coefficient(acc: _Applied, name: str, f: E.Field) -> E.Expr:
@@ -459,9 +477,8 @@ def _apply_robin(acc: _Applied, name: str, c: C.Robin) -> None:
 def _apply_initial(acc: _Applied, name: str, c: C.Initial) -> None:
     for f, v in c.values:
         acc.initial[f] = v
-    if c.rates:
-        warnings.warn(f"{acc.problem.name}, condition {name!r}: initial rates are ignored "
-                      "by the FEM baseline (first order in time)", stacklevel=5)
+    for f, v in c.rates:
+        acc.rates[f] = (name, v)
 
 
 def _apply_periodic(acc: _Applied, name: str, c: C.Periodic) -> None:
@@ -511,3 +528,20 @@ def _apply_conditions(problem, by_test: dict[E.Field, EquationForm]) -> _Applied
                 "pinn.Initial(field, value) for each field"
             )
     return acc
+
+
+def _initial_rates(problem, forms, acc: _Applied) -> dict[E.Field, E.Expr]:
+    """The initial ``D(g, t)`` of each field that is second order in time (required); a
+    rate given for a field of first order in time is ignored, with a warning."""
+    inertial = [f for f in problem.fields if any(f in form.inertia for form in forms)]
+    missing = [f.name for f in inertial if f not in acc.rates]
+    if missing:
+        raise UnsupportedProblem(
+            f"{problem.name}: {', '.join(missing)} is second order in time and needs its "
+            "initial rate too; add it to the initial condition (YAML: rate: {"
+            f"{missing[0]}: ...}}; Python: pinn.Initial({missing[0]}, value, rate=...))")
+    for f, (name, _) in acc.rates.items():
+        if f not in inertial:
+            warnings.warn(f"{problem.name}, condition {name!r}: the initial rate of {f.name} "
+                          "is ignored by the FEM baseline (first order in time)", stacklevel=4)
+    return {f: acc.rates[f][1] for f in inertial}
