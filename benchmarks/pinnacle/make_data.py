@@ -298,6 +298,12 @@ def main(argv: list[str] | None = None) -> None:
                             u=ref["u"].astype(np.float32))
         print("wrote heat2d_vc_ref.npz")
         return
+    if argv == ["wave2d"]:
+        ref = wave2d_cg_reference()
+        np.savez_compressed(HERE / "wave2d_cg_ref.npz", points=ref["points"].astype(np.float32),
+                            u=ref["u"].astype(np.float32))
+        print("wrote wave2d_cg_ref.npz")
+        return
     points, values = heat_coefficient()
     np.savez_compressed(HERE / "heat2d_vc_coef.npz", points=points.astype(np.float32),
                         values=values.astype(np.float32))
