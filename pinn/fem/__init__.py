@@ -15,6 +15,10 @@
   ``laplacian(u) - u_tt / c(x, y)`` with ``c`` from a table): Newmark's average
   acceleration (beta = 1/4, gamma = 1/2; Crank-Nicolson on ``u, u_t``), second
   order and energy-conserving, from the initial value and rate;
+- evolution problems with constraints (equations without a time derivative:
+  unsteady incompressible Navier-Stokes / Stokes): each constraint holds at the
+  new time level and the pressure is taken fully implicitly, the other
+  equations by the theta-method (:mod:`pinn.fem.constraints`);
 - systems with one equation per field, e.g. steady incompressible
   Navier-Stokes / Stokes ``(u, v, p)`` with Taylor-Hood P2-P1 elements (a field
   that appears only differentiated, like the pressure, gets the lower degree

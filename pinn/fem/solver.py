@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pinn.fem.assemble import Discretisation, SolveCache
+from pinn.fem.constraints import Constraints
 from pinn.fem.mesh import build_mesh
 from pinn.fem.solution import FEMSolution
 from pinn.fem.weakform import UnsupportedProblem, translate
@@ -116,7 +117,9 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
     Evolution problems: the theta-method (``theta=0.5`` Crank-Nicolson,
     ``theta=1`` implicit Euler) with step ``dt`` (or ``steps``); default
     ``dt`` ~ the cell size (P1) or its 1.5th power (P2).  ``startup`` implicit
-    Euler half-steps damp the start for rough data (Rannacher).  Equations second
+    Euler half-steps damp the start for rough data (Rannacher). Equations without a
+    time derivative (constraints such as incompressibility) hold at each new time level,
+    with the pressure fully implicit (:mod:`pinn.fem.constraints`).  Equations second
     order in time (``u_tt``) step by Newmark's average acceleration (Crank-Nicolson on
     ``u, u_t``; ``theta`` and ``startup`` do not apply), from the initial value and
     rate, with a default ``dt`` of the same rule per crossing of the domain at the
@@ -164,6 +167,8 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
         snapshots, times = _evolve(problem, disc, wf, dt=dt, theta=theta, steps=steps,
                                    startup=startup, store_every=store_every, newton=newton,
                                    info=info, factors=cache)
+        if disc.pinned:  # a pressure determined up to a constant: mean zero at each time
+            snapshots = np.array([_zero_means(disc, s) for s in snapshots])
     seconds = _time.perf_counter() - t_start
     return FEMSolution(
         mesh, problem.field_names, {f.name: k for f, k in wf.degree.items()}, snapshots,
@@ -274,6 +279,10 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         return Kmat @ V + r0
 
     R_prev = R(U, t0)
+    # constraints (no time derivative) at each new level, multipliers fully implicit
+    dae = Constraints(disc, wf, t0) if wf.constraint_equations else None
+    if dae is not None:
+        info["constraints"] = [form.name for form in wf.constraint_equations]
     startup = max(0, min(int(startup), steps))
     n_half = 2 * startup
     schedule = [(0.5 * dt, 1.0)] * n_half + [(dt, theta)] * (steps - startup)
@@ -284,12 +293,18 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         Mmat = disc.matrix(Mdata)
         Ug = disc.dirichlet_values(U, t_new)
         Un, Rp = U, R_prev
+        if dae is not None:
+            Ug = dae.guess(Ug, U, t_new - (1 - th) * h)
 
-        def F(V, Un=Un, Rp=Rp, Mmat=Mmat, h=h, th=th, t_new=t_new):
+        def F(V, Un=Un, Rp=Rp, Mmat=Mmat, h=h, th=th, t_new=t_new, t_old=t):
+            if dae is not None:
+                return Mmat @ (V - Un) / h + dae.residual(R(V, t_new), V, Un, Rp, R, t_old, th)
             return Mmat @ (V - Un) / h + th * R(V, t_new) + (1 - th) * Rp
 
-        def J(V, Mdata=Mdata, h=h, th=th, t_new=t_new):
+        def J(V, Mdata=Mdata, h=h, th=th, t_new=t_new, Un=Un, t_old=t):
             Jr = K if K is not None else disc.jacobian_data(V, t_new)
+            if dae is not None:
+                return Mdata / h + dae.jacobian(Jr, V, Un, t_old, th)
             return Mdata / h + th * Jr
 
         solve_with = None
@@ -306,12 +321,15 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         total_its += its
         R_prev = R(U, t_new)
         t = t_new
+        snap = dae.snapshot(U, t_new, t_new - (1 - th) * h) if dae is not None else U
         if k_step < n_half:
             continue
         j = startup + max(0, k_step - n_half)
         if j % store_every == 0 or k_step == len(schedule):
-            snaps.append(U.copy())
+            snaps.append(snap.copy())
             times.append(t)
+    if dae is not None:
+        dae.finish(snaps, times)
     info["newton_iterations"] = total_its
     return np.array(snaps), np.array(times)
 

@@ -191,6 +191,27 @@ class WeakForm:
         seen = {g for form in self.equations for g in form.inertia}
         return tuple(f for f in self.fields if f in seen)
 
+    @property
+    def constraint_equations(self) -> tuple[EquationForm, ...]:
+        """Of an evolution problem: the equations without a time derivative (such as
+        incompressibility), which :mod:`pinn.fem.constraints` imposes at each new level."""
+        return tuple(f for f in self.equations if not f.mass and not f.inertia)
+
+    @property
+    def algebraic(self) -> tuple[E.Field, ...]:
+        """The fields without a time derivative in any equation (such as a pressure)."""
+        timed = {g for form in self.equations for g in (*form.mass, *form.inertia)}
+        return tuple(f for f in self.fields if f not in timed)
+
+    @property
+    def multipliers(self) -> tuple[E.Field, ...]:
+        """The algebraic fields that no constraint equation contains (index 2: the
+        pressure of incompressible flow, a Lagrange multiplier)."""
+        seen = {g for form in self.constraint_equations
+                for it in (form.source, *form.flux) for (g, _) in it.jac}
+        seen |= {g for form in self.constraint_equations for g in form.second}
+        return tuple(f for f in self.algebraic if f not in seen)
+
 
 def _pair_equations(names, diffused_in: dict[str, set[E.Field]], fields, diffused_any):
     """Match each equation with the field whose test functions it uses."""
@@ -250,10 +271,11 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
     rates = _initial_rates(problem, forms, applied)
     deg = _degrees(problem, diffused_any, degree)
     linear, time_dep, op_time, used_values = _properties(problem, forms, applied.boundary)
-    value_free: set[E.Field] = set()
-    if not problem.is_evolution:
-        fixed = {s.field for s in applied.dirichlet}
-        value_free = {f for f in fields if f not in used_values and f not in fixed}
+    # fields without a time derivative (all, when steady) that appear only differentiated
+    fixed = {s.field for s in applied.dirichlet}
+    timed = {g for form in forms for g in (*form.mass, *form.inertia)}
+    value_free = {f for f in fields if f not in used_values and f not in fixed
+                  and f not in timed}
     return WeakForm(fields, tuple(problem.spatial), forms, applied.boundary, applied.dirichlet,
                     applied.initial, deg, linear, time_dep, op_time, value_free,
                     applied.periodic, rates)
@@ -319,12 +341,21 @@ def _check_classes(problem, names, diffused_in, masses, inertias) -> None:
                 f"{fields[0].name} (a first-order, hyperbolic equation): the FEM baseline "
                 "(continuous Galerkin without stabilisation) needs a diffusion term"
             )
-        if problem.is_evolution and not masses[n] and not inertias[n]:
-            raise UnsupportedProblem(
-                f"{problem.name}, equation {n!r} has no time derivative in a time-dependent "
-                "problem (an algebraic constraint such as incompressibility): the FEM "
-                "baseline's time stepping handles equations with a time derivative each"
-            )
+    if not problem.is_evolution:
+        return
+    untimed = [n for n in names if not masses[n] and not inertias[n]]
+    if len(untimed) == len(names):
+        raise UnsupportedProblem(
+            f"{problem.name}: no equation has a time derivative in a time-dependent problem; "
+            "the FEM baseline's time stepping needs at least one (solve a steady problem "
+            "with t as a parameter instead)")
+    second = [n for n in names if inertias[n]]
+    if untimed and second:
+        raise UnsupportedProblem(
+            f"{problem.name}, equation {untimed[0]!r} has no time derivative (a constraint) "
+            f"while {second[0]!r} is second order in time: the FEM baseline imposes "
+            "constraints with first-order-in-time equations only (theta-method), not with "
+            "Newmark's scheme")
 
 
 def _equation_form(problem, n, e, coeffs, masses, inertias, test) -> EquationForm:
@@ -521,7 +552,9 @@ def _apply_conditions(problem, by_test: dict[E.Field, EquationForm]) -> _Applied
             )
         apply(acc, name, c)
     if problem.is_evolution:
-        missing = [f.name for f in problem.fields if f not in acc.initial]
+        # fields without a time derivative (a pressure) take no initial value
+        timed = {g for form in by_test.values() for g in (*form.mass, *form.inertia)}
+        missing = [f.name for f in problem.fields if f not in acc.initial and f in timed]
         if missing:
             raise UnsupportedProblem(
                 f"{problem.name}: no initial condition for {missing}; add "
