@@ -232,6 +232,13 @@ def test_unsupported_conditions_are_named():
         fem.solve(pinn.Problem(pinn.Interval(0, 1) * pinn.TimeInterval(0, 1),
                                {"h": pinn.D(u, t) - pinn.D(u, x, 2)},
                                {"ends": pinn.Dirichlet(u, 0)}), cells=4)
+    # a field of some coordinates only (fields: {a: [x]}): FEM's fields depend on all
+    a = pinn.field("a", coords=(x,))
+    with pytest.raises(UnsupportedProblem, match=r"field 'a' is declared on \(x\) only"):
+        fem.solve(pinn.Problem(pinn.Interval(0, 1) * pinn.TimeInterval(0, 1),
+                               {"h": pinn.D(u, t) - pinn.D(u, x, 2) - a, "c": a - x},
+                               {"ends": pinn.Dirichlet(u, 0), "start": pinn.Initial(u, 0)},
+                               fields=[u, a]), cells=4)
 
 
 # ---------------------------------------------------------------------------

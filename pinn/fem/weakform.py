@@ -254,6 +254,16 @@ def translate(problem: Problem, degree: int = 1) -> WeakForm:
             f"{problem.name}: {len(names)} equation(s) for {len(fields)} field(s) "
             f"({', '.join(problem.field_names)}); the FEM baseline needs one equation per field"
         )
+    partial = {name: cs for name, cs in problem.field_coords.items()
+               if len(cs) < len(problem.coords)}
+    if partial:
+        name, cs = next(iter(partial.items()))
+        raise UnsupportedProblem(
+            f"{problem.name}: field {name!r} is declared on ({', '.join(c.name for c in cs)}) "
+            f"only; the FEM baseline solves for fields of every coordinate "
+            f"({', '.join(c.name for c in problem.coords)}): declare it on all of them to "
+            "compare with FEM"
+        )
     for p in problem.learnable:
         warnings.warn(f"{problem.name}: learnable parameter {p.name!r} is held at its initial "
                       f"value {p.value} by the FEM baseline (forward solve only)", stacklevel=3)
