@@ -78,9 +78,8 @@ ANCHORS = (
            "problems (ours: poisson2d on the unit square, poisson_lshape)"),
     Anchor("allen_cahn1d", "best published (JAX-PI)", 5.4e-5, JAXPI),
     Anchor("allen_cahn1d", "best published (PirateNet)", 2.2e-5, PIRATE),
-    Anchor("kdv", "best published (JAX-PI)", 4.3e-4, JAXPI, "not yet in our suite"),
-    Anchor("advection_c80", "best published (JAX-PI), advection c = 80", 6.9e-4, JAXPI,
-           "not yet in our suite"),
+    Anchor("kdv", "best published (JAX-PI)", 4.3e-4, JAXPI),
+    Anchor("advection", "best published (JAX-PI), advection c = 80", 6.9e-4, JAXPI),
 )
 
 # ---------------------------------------------------------------------------
@@ -112,6 +111,8 @@ SUITE = {e.key: e for e in (
           "inverse_burgers.yaml", fem=False),
     Entry("ns_cavity", "Lid-driven cavity Re = 100 (reference: fine FEM)", "ns_cavity.yaml",
           fem=False, notes="the reference is itself the FEM baseline on a fine mesh"),
+    Entry("kdv", "KdV (delta = 0.022, JAX-PI's setting)", "kdv.yaml"),
+    Entry("advection", "Advection c = 80 (JAX-PI's setting)", "advection.yaml"),
 )}
 
 TRUE_PARAMS = {"inverse_burgers": {"nu": C.NU_BURGERS}}
