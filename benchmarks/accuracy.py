@@ -457,6 +457,19 @@ def report(data: dict, command: str) -> str:
     return "\n".join(lines)
 
 
+def _merge_newer(jpath: Path, data: dict, mode: str, keys) -> None:
+    """Take into ``data`` the entries of other problems that ``jpath`` holds now: runs of
+    different problems at the same time (one per process) each keep their rows."""
+    if not jpath.exists():
+        return
+    now = C.read_json(jpath)
+    if now.get("mode") != mode:
+        return
+    for key, entry in now.get("entries", {}).items():
+        if key not in keys:
+            data["entries"][key] = entry
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short training (minutes in all)")
@@ -542,6 +555,7 @@ def main(argv=None) -> int:
         data["entries"][key] = res
         failed += "pinn_error" in res
         print("  " + summary(res), file=sys.stderr, flush=True)
+        _merge_newer(jpath, data, mode, keys)  # rows another run wrote meanwhile stay
         C.write_json(jpath, data)            # after every problem: nothing is lost
         C.write_text(out, report(data, command))
     print(f"wrote {out} and {jpath}", file=sys.stderr)
