@@ -93,11 +93,15 @@ def _dedupe(issues) -> list[Issue]:
     return out
 
 
+#: pydantic's own loc parts: ``[key]`` tags, validator and union-branch names
+_INTERNAL = ("[", "function-", "dict[", "list[", "nullable[", "tuple[")
+
+
 def _data_path(loc: Iterable) -> tuple:
     """Drop pydantic's internal loc parts (``'[key]'``, union tags) that are not data keys."""
     out = []
     for part in loc:
-        if isinstance(part, str) and (part.startswith("[") or part.startswith("function-")):
+        if isinstance(part, str) and part.startswith(_INTERNAL):
             continue
         out.append(part)
     return tuple(out)
