@@ -375,7 +375,8 @@ def test_pinnacle_coefficient_tables_are_regenerated_by_make_data():
     import importlib.util
     import os
 
-    spec = importlib.util.spec_from_file_location("make_data", os.path.join(PINNACLE, "make_data.py"))
+    spec = importlib.util.spec_from_file_location("make_data",
+                                                  os.path.join(PINNACLE, "make_data.py"))
     make_data = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_data)
     state = np.random.get_state()
