@@ -77,8 +77,8 @@ class FEMReference(LazyReference):
 
 class SpectralReference(LazyReference):
     """A periodic spectral reference, :func:`~pinn.reference.allen_cahn`,
-    :func:`~pinn.reference.kdv` or :func:`~pinn.reference.kuramoto_sivashinsky` with ``options``, computed on first use (and cached
-    on disk by those functions).
+    :func:`~pinn.reference.kdv` or :func:`~pinn.reference.kuramoto_sivashinsky` with
+    ``options``, computed on first use (and cached on disk by those functions).
 
         ref = SpectralReference("allen_cahn", {"n": 1024})
     """
