@@ -56,7 +56,7 @@ FULL = {
     # cores shared): the network ends at u ~ 0, which scores 1; pinned at "no worse than
     # that", so a run that blows up (eps = 100 causal weights: 27) fails
     "advection": Pin({"u": 1.1}),
-    # RESULTS.md: 2.93e-5 (allen_cahn1d, 1867 s, 2000 Adam + 7000 SSBroyden, float64, 2
+    # RESULTS.md: 2.93e-5 (allen_cahn1d, 405 s, 2000 Adam + 7000 SSBroyden, float64, 2
     # cores, Intel Xeon, shared); a factor 3 as for heat2d
     "allen_cahn1d": Pin({"u": 8.8e-5}),
     # RESULTS.md: 5.11e-6 (burgers1d, 179 s, 3000 Adam + 5000 SSBroyden, float64, 2 cores,
