@@ -257,26 +257,10 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
     mass_const = not any(
         problem.time_coord in _coords(m) for form in wf.equations for m in form.mass.values())
     M0data = disc.mass_data(t0) if mass_const else None
-    const_op = wf.linear and not wf.operator_depends_on_time
-    K = disc.jacobian_data(U, t0) if const_op else None
-    Kmat = disc.matrix(K) if const_op else None
-    r0_cache = None
+    K, R = _spatial_residual(disc, wf, U, t0)
     step_factors: dict = {}
     reuse: dict = {}
     total_its = 0
-
-    def R(V, t):
-        """The spatial residual; ``K V + r0(t)`` when the operator is linear and constant."""
-        nonlocal r0_cache
-        if Kmat is None:
-            return disc.residual(V, t)
-        if wf.depends_on_time or r0_cache is None:
-            r0 = disc.residual(np.zeros_like(V), t)
-            if not wf.depends_on_time:
-                r0_cache = r0
-        else:
-            r0 = r0_cache
-        return Kmat @ V + r0
 
     R_prev = R(U, t0)
     # constraints (no time derivative) at each new level, multipliers fully implicit
@@ -308,7 +292,7 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
             return Mdata / h + th * Jr
 
         solve_with = None
-        if const_op and mass_const:
+        if K is not None and mass_const:
             key = (h, th)
             if key not in step_factors:
                 step_factors[key] = disc.factor(J(Ug), factors)
@@ -332,6 +316,26 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         dae.finish(snaps, times)
     info["newton_iterations"] = total_its
     return np.array(snaps), np.array(times)
+
+
+def _spatial_residual(disc: Discretisation, wf, U, t0: float):
+    """``(K, R)``: the spatial residual ``R(V, t)``, which is ``K V + r0(t)`` (``K`` the
+    constant Jacobian's data, ``r0`` cached when it does not depend on time) when the
+    operator is linear and constant in time; else ``K`` is None and ``R`` assembles."""
+    if not (wf.linear and not wf.operator_depends_on_time):
+        return None, disc.residual
+    K = disc.jacobian_data(U, t0)
+    Kmat = disc.matrix(K)
+    r0_cache = []
+
+    def R(V, t):
+        if wf.depends_on_time:
+            return Kmat @ V + disc.residual(np.zeros_like(V), t)
+        if not r0_cache:
+            r0_cache.append(disc.residual(np.zeros_like(V), t))
+        return Kmat @ V + r0_cache[0]
+
+    return K, R
 
 
 def _coords(e):
@@ -387,17 +391,7 @@ def _evolve_second_order(problem, disc: Discretisation, wf, *, dt, steps, store_
     coeffs = [m for form in wf.equations for m in (*form.mass.values(), *form.inertia.values())]
     const_mass = not any(problem.time_coord in _coords(m) for m in coeffs)
     const_op = wf.linear and not wf.operator_depends_on_time
-    K = disc.jacobian_data(U, t0) if const_op else None
-    Kmat = disc.matrix(K) if const_op else None
-    r0_fixed = None
-    if const_op and not wf.depends_on_time:
-        r0_fixed = disc.residual(np.zeros_like(U), t0)
-
-    def R(W, t):
-        if Kmat is None:
-            return disc.residual(W, t)
-        r0 = r0_fixed if r0_fixed is not None else disc.residual(np.zeros_like(W), t)
-        return Kmat @ W + r0
+    K, R = _spatial_residual(disc, wf, U, t0)
 
     def scaled(t):
         """``(4/dt^2 A + 2/dt M)`` on the pattern, and the two as matrices (at time t)."""
