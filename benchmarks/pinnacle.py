@@ -129,6 +129,26 @@ def budget_overrides(spec) -> list[str]:
     return ["training.chunk=100", "training.eval_every=0"]
 
 
+def default_recipe_overrides(spec) -> list[str]:
+    """The file with ``pinn``'s default recipe in place of its own training stages: what a
+    problem file with no ``training.stages`` (and no network size) gets, the recipe of the
+    accuracy issue (Adam, then self-scaled Broyden in float64) on a 3 x 30 MLP. The file's
+    points, conditions, weighting and network structure (periodic, per-field) stay."""
+    from pinn.config.schema import _default_stages
+
+    stages = json.dumps([st.model_dump(exclude_defaults=True) for st in _default_stages()])
+    out = [f"training.stages={stages}", "training.precision=auto"]
+    if spec.model.kind == "mlp":
+        out += ["model.mlp.width=30", "model.mlp.depth=3"]
+    return out
+
+
+def uses_default_recipe(spec) -> bool:
+    """Whether the file's own stages are already a second-order recipe (then its own row is
+    the default recipe's row too, and it is not run twice)."""
+    return any(st.kind in ("ssbroyden", "ssbfgs", "lm") for st in spec.training.stages)
+
+
 class Budget:
     """End each stage when its share of ``seconds`` is spent, and the run at ``seconds``
     (wall time since training started, compilation included)."""
@@ -179,8 +199,11 @@ def joint_l2re(pred: dict, truth: dict, shift=()) -> float | None:
     return math.sqrt(num / den)
 
 
-def run_entry(key: str, mode: str, budget: float) -> dict:
-    """Train and score one problem; never raises (a failure is a result)."""
+def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
+    """Train and score one problem; never raises (a failure is a result).
+
+    ``recipe``: ``"file"`` (the file's own stages) or ``"default"`` (pinn's default
+    recipe, :func:`default_recipe_overrides`)."""
     import numpy as np
 
     import pinn
@@ -195,6 +218,9 @@ def run_entry(key: str, mode: str, budget: float) -> dict:
     try:
         spec, _ = pinn.config.load_spec(str(path))
         sets = smoke_overrides(spec) if mode == "smoke" else budget_overrides(spec)
+        if recipe == "default":
+            sets = default_recipe_overrides(spec) + sets
+        out["recipe_kind"] = recipe
         out["overrides"] = sets
         built = pinn.config.load(str(path), sets)
         problem = built.problem
@@ -208,7 +234,9 @@ def run_entry(key: str, mode: str, budget: float) -> dict:
         model, training = built.model(), built.training()
         out["model"] = repr(model)
         out["stages"] = [f"{type(s.optimizer).__name__} x {s.steps}" for s in training.stages]
-        full, _ = pinn.config.load_spec(str(path))  # the file's own stages, not the smoke's
+        # the file's own stages (or the default recipe's), not the smoke's
+        full, _ = pinn.config.load_spec(str(path), default_recipe_overrides(spec)
+                                        if recipe == "default" else [])
         out["recipe"] = " + ".join(f"{st.kind} {st.steps}" for st in full.training.stages) + (
             f", {full.model.kind} {_size(full.model)}")
         budget_obs = Budget(budget if mode != "smoke" else math.inf, len(training.stages))
@@ -255,9 +283,10 @@ def run_entry(key: str, mode: str, budget: float) -> dict:
     return out
 
 
-def run_in_subprocess(key: str, mode: str, budget: float, timeout: float) -> dict:
-    args = ["--worker", key, "--budget-seconds", str(budget)] + (["--smoke"] if mode == "smoke"
-                                                                 else [])
+def run_in_subprocess(key: str, mode: str, budget: float, timeout: float,
+                      recipe: str = "file") -> dict:
+    args = ["--worker", key, "--budget-seconds", str(budget), "--recipe", recipe] + (
+        ["--smoke"] if mode == "smoke" else [])
     res, why = C.run_worker(Path(__file__), args, timeout)
     return res if res is not None else {"key": key, "label": BY_KEY[key].label, "mode": mode,
                                         "error": why}
@@ -271,13 +300,40 @@ def sci(v) -> str:
     return C.fmt(v, ".2e")
 
 
-def verdict(r: dict, e: Entry) -> str:
-    if r.get("mode") != "budget" or r.get("l2re") is None or e.best is None:
+def best_of(*rows) -> float | None:
+    """The lower budget-mode L2RE of our rows (file recipe, default recipe)."""
+    vals = [r["l2re"] for r in rows if r and r.get("mode") == "budget"
+            and r.get("l2re") is not None]
+    return min(vals) if vals else None
+
+
+def verdict(e: Entry, *rows) -> str:
+    ours = best_of(*rows)
+    if ours is None or e.best is None:
         return "–"
-    return "yes" if r["l2re"] < e.best else "no"
+    return "yes" if ours < e.best else "no"
 
 
-def report(results: dict, command: str, machine: dict) -> str:
+def _score_cell(r: dict | None) -> str:
+    if not r or r.get("l2re") is None:
+        return "–"
+    return sci(r["l2re"]) if r.get("mode") == "budget" else f"({sci(r['l2re'])})"
+
+
+def _default_cells(r: dict | None, own: dict | None) -> list[str]:
+    """Steps, time and L2RE of the default-recipe row (or of the file's, when the same)."""
+    if r is not None and r.get("same_as_file"):
+        return ["(the file's)", "", ""]
+    if r is None:
+        return ["not run", "–", "–"]
+    if r.get("error"):
+        return ["failed", "–", "–"]
+    return [C.fmt(r.get("steps"), "d"), C.fmt(r.get("wall_seconds"), ".0f"), _score_cell(r)]
+
+
+def report(results: dict, command: str, machine: dict,
+           defaults: dict | None = None) -> str:
+    defaults = defaults or {}
     lines = ["# PINNacle's main table on this machine", "",
              C.generated_note("pinnacle.py", command), "",
              f"Machine: {C.machine_line(machine)}.", "",
@@ -287,8 +343,13 @@ def report(results: dict, command: str, machine: dict) -> str:
              "(see each file's header for what differs from PINNacle and where its data come "
              "from). Each row is one training run of that file's own settings under a "
              "wall-clock budget (compilation included; a stage ends when its even share of "
-             "the budget is spent); **mode** says how the row was made: `budget` (a real run "
-             "at the budget in the column), `smoke` (a tiny network and 10 steps: only "
+             "the budget is spent), and beside it one run of the same file with `pinn`'s "
+             "default recipe in place of its stages (what a file with no `training.stages` "
+             "gets: Adam 2000, then self-scaled Broyden 3000 in float64 on a 3 x 30 MLP, "
+             "the file's points, conditions and network structure kept; `(the file's)` "
+             "where the file's own stages are already that recipe), under the same budget; "
+             "**mode** says how the row was made: `budget` (a real run at the budget in "
+             "the column), `smoke` (a tiny network and 10 steps: only "
              "checks that the problem trains and is scored; its error, in parentheses, means "
              "nothing) or `not run`. The machine line is the last run's; each row's date and "
              "load average at its start are in `results/pinnacle.json` (the rows of one "
@@ -301,13 +362,16 @@ def report(results: dict, command: str, machine: dict) -> str:
              "script, and no number is guessed (\"–\").", ""]
     header = ["problem", "PINNacle", "reference", "our recipe (the file's)", "mode",
               "budget (s)", "steps", "time (s)", "L2RE (ours)", "PINNacle PINN",
-              "PINNacle best", "beats best", "notes"]
+              "PINNacle best", "default recipe: steps", "time (s)", "L2RE", "beats best",
+              "notes"]
     rows = []
     for e in SUITE:
         r = results.get(e.key)
         if r is None:
             rows.append([f"`{e.key}`", e.label, e.reference, "–", "not run", "–", "–", "–", "–",
-                         sci(e.pinn), sci(e.best), "–", e.note])
+                         sci(e.pinn), sci(e.best),
+                         *_default_cells(defaults.get(e.key), None),
+                         verdict(e, defaults.get(e.key)), e.note])
             continue
         exact_note = (f"against the Cole-Hopf solution at the same points: "
                       f"{sci(r['l2re_exact'])} (PINNacle's reference is itself "
@@ -319,19 +383,22 @@ def report(results: dict, command: str, machine: dict) -> str:
                          if x)
         if r.get("error") is None and r.get("l2re") is None:
             note = "; ".join(x for x in (note, "not scored: no reference") if x)
+        d = defaults.get(e.key)
+        if d and d.get("error"):
+            note = "; ".join(x for x in (note, f"default recipe FAILED: {d['error'][:160]}")
+                             if x)
         rows.append([f"`{e.key}`", e.label, e.reference, r.get("recipe", "–"), r.get("mode", "?"),
                      C.fmt(r.get("budget_seconds"), ".0f"), C.fmt(r.get("steps"), "d"),
                      C.fmt(r.get("wall_seconds"), ".0f"),
-                     sci(r.get("l2re")) if r.get("mode") == "budget" or r.get("l2re") is None
-                     else f"({sci(r['l2re'])})", sci(e.pinn),
-                     sci(e.best), verdict(r, e), note])
+                     _score_cell(r), sci(e.pinn), sci(e.best), *_default_cells(d, r),
+                     verdict(e, r, d), note])
     lines += [C.table(header, rows), ""]
-    real = [(e, results[e.key]) for e in SUITE if e.key in results
-            and results[e.key].get("mode") == "budget" and results[e.key].get("l2re") is not None]
-    comparable = [(e, r) for e, r in real if e.best is not None]
-    beaten = [e.label for e, r in comparable if r["l2re"] < e.best]
+    ours = {e.key: best_of(results.get(e.key), defaults.get(e.key)) for e in SUITE}
+    real = [e for e in SUITE if ours[e.key] is not None]
+    comparable = [e for e in real if e.best is not None]
+    beaten = [e.label for e in comparable if ours[e.key] < e.best]
     lines += ["## Summary", "",
-              f"- Problem files: {len(SUITE)}; rows with a real (budget) run and a score: "
+              f"- Problem files: {len(SUITE)}; problems with a real (budget) run and a score: "
               f"{len(real)}; of those with PINNacle's best on record: {len(comparable)}, "
               f"beaten: {len(beaten)}" + (f" ({', '.join(beaten)})" if beaten else "") + ".",
               "- Not scored (no reference in the public snapshot and none generated yet): "
@@ -366,17 +433,22 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS), help="the JSON results (merged)")
     ap.add_argument("--fresh", action="store_true", help="do not keep earlier rows")
     ap.add_argument("--from-json", default=None, help="only write the table from this JSON")
+    ap.add_argument("--recipe", choices=("file", "default", "both"), default="both",
+                    help="train with each file's own stages, with pinn's default recipe "
+                         "(Adam, then self-scaled Broyden, 3 x 30 MLP), or both (default)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     mode = "smoke" if args.smoke else "budget"
     if args.worker:
-        C.write_json(Path(args.worker_out), run_entry(args.worker, mode, args.budget_seconds))
+        recipe = "file" if args.recipe == "both" else args.recipe
+        C.write_json(Path(args.worker_out), run_entry(args.worker, mode, args.budget_seconds,
+                                                      recipe))
         return 0
     if args.from_json:
         data = C.read_json(Path(args.from_json))
         C.write_text(Path(args.out), report(data["results"], C.command_line("pinnacle.py", argv),
-                                            data["machine"]) + "\n")
+                                            data["machine"], data.get("defaults")) + "\n")
         print(f"wrote {args.out}")
         return 0
     keys = list(BY_KEY) if not args.problems else [k.strip() for k in args.problems.split(",")
@@ -385,22 +457,35 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown problem(s) {', '.join(unknown)}; choose from {', '.join(BY_KEY)}")
     res_path = Path(args.results)
-    results = {} if args.fresh or not res_path.exists() else C.read_json(res_path).get(
-        "results", {})
+    old = {} if args.fresh or not res_path.exists() else C.read_json(res_path)
+    results, defaults = old.get("results", {}), old.get("defaults", {})
     machine = C.machine()
     timeout = 300 if mode == "smoke" else 3 * args.budget_seconds + 600
+    recipes = ("file", "default") if args.recipe == "both" else (args.recipe,)
+    failed = False
     for k in keys:
-        r = run_in_subprocess(k, mode, args.budget_seconds, timeout)
-        results[k] = r
-        msg = (f"FAILED: {r['error'][:200]}" if r.get("error") else
-               f"L2RE {sci(r.get('l2re'))} in {C.fmt(r.get('wall_seconds'), '.1f')} s "
-               f"({r.get('steps')} steps)")
-        print(f"{k} [{mode}]: {msg}", flush=True)
-        C.write_json(res_path, {"machine": machine, "results": results})
+        for recipe in recipes:
+            table = results if recipe == "file" else defaults
+            if recipe == "default":
+                import pinn.config
+
+                spec, _ = pinn.config.load_spec(str(PROBLEM_DIR / f"{k}.yaml"))
+                if uses_default_recipe(spec):
+                    table[k] = {"key": k, "same_as_file": True}
+                    continue
+            r = run_in_subprocess(k, mode, args.budget_seconds, timeout, recipe)
+            table[k] = r
+            failed |= bool(r.get("error"))
+            msg = (f"FAILED: {r['error'][:200]}" if r.get("error") else
+                   f"L2RE {sci(r.get('l2re'))} in {C.fmt(r.get('wall_seconds'), '.1f')} s "
+                   f"({r.get('steps')} steps)")
+            print(f"{k} [{mode}, {recipe} recipe]: {msg}", flush=True)
+            C.write_json(res_path, {"machine": machine, "results": results,
+                                    "defaults": defaults})
     command = C.command_line("pinnacle.py", argv)
-    C.write_text(Path(args.out), report(results, command, machine) + "\n")
+    C.write_text(Path(args.out), report(results, command, machine, defaults) + "\n")
     print(f"wrote {args.out} and {res_path}")
-    return 1 if any(results[k].get("error") for k in keys) else 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

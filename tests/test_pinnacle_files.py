@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import pinn.config
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 PINNACLE_DIR = BENCH / "pinnacle"
 FILES = sorted(PINNACLE_DIR.glob("*.yaml"))
@@ -59,7 +61,8 @@ def test_pinnacle_file_loads(path):
 def test_pinnacle_smoke_writes_a_table(tmp_path):
     md, js = tmp_path / "PINNACLE.md", tmp_path / "pinnacle.json"
     r = subprocess.run([sys.executable, str(BENCH / "pinnacle.py"), "--smoke", "--problems",
-                        "poisson_nd", "--out", str(md), "--results", str(js)],
+                        "poisson_nd", "--recipe", "file", "--out", str(md), "--results",
+                        str(js)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"pinnacle.py failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     row = json.loads(js.read_text())["results"]["poisson_nd"]
@@ -67,4 +70,27 @@ def test_pinnacle_smoke_writes_a_table(tmp_path):
     assert row["l2re"] is not None and row["l2re"] > 0
     text = md.read_text()
     assert "| `poisson_nd` | PNd |" in text and "| smoke |" in text
-    assert text.count("| not run |") == 21  # the other rows are there, marked
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) == 22
+    assert sum(r[4] == "not run" for r in rows) == 21  # the other rows are there, marked
+    assert [r[11] for r in rows if r[0] == "| `poisson_nd`"] == ["not run"]  # default recipe
+
+
+def test_default_recipe_overrides_keep_the_problem():
+    # the default-recipe column: pinn's default stages and network size in place of the
+    # file's, the file's points, conditions and network structure kept
+    from pinn.config.schema import _default_stages
+
+    for name in ("poisson_nd", "ks"):
+        path = str(BENCH / "pinnacle" / f"{name}.yaml")
+        own, _ = pinn.config.load_spec(path)
+        assert not pinnacle.uses_default_recipe(own)
+        spec, _ = pinn.config.load_spec(path, pinnacle.default_recipe_overrides(own))
+        assert spec.training.stages == _default_stages()
+        assert spec.training.precision == "auto"
+        assert (spec.model.args.width, spec.model.args.depth) == (30, 3)
+        assert spec.training.points == own.training.points
+        assert spec.conditions == own.conditions
+        assert spec.model.periodic == own.model.periodic
+    wave, _ = pinn.config.load_spec(str(BENCH / "pinnacle" / "wave1d_c.yaml"))
+    assert pinnacle.uses_default_recipe(wave)  # its own stages: Adam + SSBroyden
