@@ -108,7 +108,10 @@ def backend_name() -> str:
 
 
 def predict(model, points: np.ndarray) -> np.ndarray:
-    return np.asarray(model.predict(np.asarray(points, np.float32)), np.float64)[:, 0]
+    """The model's u at ``points``, in DeepXDE's working precision (float32 unless set)."""
+    import deepxde as dde
+
+    return np.asarray(model.predict(np.asarray(points, dde.config.real(np))), np.float64)[:, 0]
 
 
 def _block(model) -> None:
