@@ -25,6 +25,9 @@ from pinn.fem.weakform import Integrand, UnsupportedProblem, WeakForm
 #: matrices of FEM (measured: 2-6x faster factorisations than the default COLAMD, half the
 #: fill, on P1-P3 Poisson meshes of 10^5 dofs)
 _ORDERING = "MMD_AT_PLUS_A"
+# SuperLU prefers diagonal pivots (it still pivots off the diagonal when one is small): with
+# the symmetric ordering above, 20x faster on 3-D P1 Laplacians (11 k dofs: 0.5 s, not 11 s)
+_LU_OPTIONS = {"SymmetricMode": True}
 
 __all__ = ["Discretisation", "element_for"]
 
@@ -353,7 +356,7 @@ class Discretisation:
             return cache.get(self, data)
         if self.periodic:
             A = self._keep_r @ (self._PT @ self.matrix(data) @ self._P) + self._eye_fixed_r
-            lu_r = spla.splu(A.tocsc(), permc_spec=_ORDERING)
+            lu_r = spla.splu(A.tocsc(), permc_spec=_ORDERING, options=_LU_OPTIONS)
             P, PT, fixed_r = self._P, self._PT, self._fixed_r
 
             def solve_r(rhs: np.ndarray) -> np.ndarray:
@@ -367,7 +370,7 @@ class Discretisation:
         d[self._fixed_diag] = 1.0
         # the CSR arrays read as CSC describe the transpose: factor it, solve with trans="T"
         lu = spla.splu(sp.csc_matrix((d, self.indices, self.indptr), shape=(self.N, self.N)),
-                       permc_spec=_ORDERING)
+                       permc_spec=_ORDERING, options=_LU_OPTIONS)
         fixed = self.fixed
 
         def solve(rhs: np.ndarray) -> np.ndarray:

@@ -8,7 +8,10 @@
 - ``Disk`` / ``Ellipse`` / ``Ball``: scikit-fem's refined circle / ball;
 - any other 2-D shape with a signed distance (polygons, annuli, plates with
   holes, CSG): DistMesh (Persson & Strang 2004) on the shape's ``sdf``, with
-  its corners fixed.
+  its corners fixed;
+- 3-D CSG of boxes and balls (a box minus balls, ...): a body-centred cubic
+  lattice through every box face, cleared near the spheres, plus near-uniform
+  points on each sphere, tetrahedralised by Delaunay (:func:`_csg3d`).
 
 The size is ``cells`` (cells along the longest side of the bounding box) or
 ``h`` (a target cell size); ``refine=r`` refines a mesh ``r`` times
@@ -351,10 +354,96 @@ def build_mesh(shape, *, cells: int | None = None, h: float | None = None,
         p, t = _distmesh2d(fd, h0, lo - 0.1 * h0, hi + 0.1 * h0, _corners(shape, fd, scale))
         m = skfem.MeshTri(p.T.copy(), t.T.astype(np.int32).copy())
         return refine_mesh(m, shape, times) if times else m
+    if dim == 3 and all(_kind(leaf) in ("Box", "Ball") for leaf in _leaves(shape)):
+        return _csg3d(shape, hh)
     raise UnsupportedProblem(
         f"the FEM baseline cannot mesh {k} in {dim}-D without an external mesher; "
         "build a scikit-fem mesh yourself (e.g. with gmsh) and pass mesh=..."
     )
+
+
+def _sphere_points(center: np.ndarray, radius: float, h: float) -> np.ndarray:
+    """Near-uniform points at spacing ~``h`` on a sphere (a Fibonacci lattice)."""
+    n = max(12, int(round(4 * math.pi * radius**2 / (math.sqrt(3) / 2 * h * h))))
+    k = np.arange(n) + 0.5
+    z = 1 - 2 * k / n
+    phi = math.pi * (3 - math.sqrt(5)) * k
+    rho = np.sqrt(1 - z * z)
+    return center + radius * np.column_stack([rho * np.cos(phi), rho * np.sin(phi), z])
+
+
+def _tet_volumes(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+    a, b, c = (p[t[:, i]] - p[t[:, 0]] for i in (1, 2, 3))
+    return np.einsum("ij,ij->i", a, np.cross(b, c)) / 6
+
+
+def _csg3d(shape, h: float, gap: float = 0.7, jitter: float = 0.15,
+           band: float = 1.5) -> skfem.MeshTet:
+    """Tetrahedra of a 3-D CSG of boxes and balls at cell size ~``h``.
+
+    Points: a body-centred cubic lattice (a tensor grid through every box face,
+    see :func:`_subdivide`, plus the centre of each of its cells; its Delaunay
+    tetrahedra are unique, with dihedral angles of 60 and 90 degrees) with the
+    points within ``gap * h`` of a sphere removed (on both sides, so that the
+    sphere's own triangles are Delaunay), points on each sphere at spacing
+    ~``h`` where it bounds the shape, and the lattice points within ``band * h``
+    of a sphere moved by up to ``jitter * h`` (a fixed seed; along the box faces
+    for points on them) so that the cut lattice has no four cospherical points
+    there. The Delaunay tetrahedra whose centroid lies inside the shape are kept,
+    less the flat ones on planar walls. Curves where a sphere cuts a box face or
+    another sphere are not resolved exactly (the boundary is jagged there within
+    a cell), and tetrahedra straddle the lattice planes inside the shape (a
+    coefficient that jumps across a plane is cut by cells: slower convergence).
+    """
+    from scipy.spatial import Delaunay
+
+    fd = _sdf_fn(shape)
+    lo, hi = _bounds(shape)
+    scale = float(np.max(hi - lo))
+    tol = 1e-9 * scale
+    leaves = _leaves(shape)
+    boxes = [leaf for leaf in leaves if _kind(leaf) == "Box"]
+    balls = [(np.asarray(leaf.center, dtype=np.float64), float(leaf.radius))
+             for leaf in leaves if _kind(leaf) == "Ball"]
+    grids, planes = [], []
+    for a in range(3):
+        cuts = [lo[a], hi[a]] + [v for b in boxes for v in (_bounds(b)[0][a], _bounds(b)[1][a])]
+        cuts = np.unique(np.round(np.asarray(cuts, dtype=np.float64), 12))
+        planes.append(cuts[(cuts >= lo[a] - 1e-12) & (cuts <= hi[a] + 1e-12)])
+        grids.append(_subdivide(planes[-1], h))
+    mids = [(g[1:] + g[:-1]) / 2 for g in grids]
+    pts = np.vstack([np.stack(np.meshgrid(*g, indexing="ij"), -1).reshape(-1, 3)
+                     for g in (grids, mids)])
+    dist = np.full(len(pts), np.inf)
+    for c, r in balls:
+        dist = np.minimum(dist, np.abs(np.linalg.norm(pts - c, axis=1) - r))
+    pts, dist = pts[dist > gap * h], dist[dist > gap * h]
+    near = dist < band * h
+    move = jitter * h * np.random.default_rng(0).uniform(-1.0, 1.0, (int(near.sum()), 3))
+    for a in range(3):  # points on a box face stay on it
+        on = np.min(np.abs(pts[near, a][:, None] - planes[a][None]), axis=1) < tol
+        move[on, a] = 0.0
+    pts[near] += move
+    surface = [_sphere_points(c, r, h) for c, r in balls]
+    surface = [s[np.abs(fd(s)) <= tol] for s in surface]
+    p = np.vstack([pts, *surface])
+    t = Delaunay(p).simplices
+    t = t[fd(p[t].mean(axis=1)) < -tol]
+    vol = _tet_volumes(p, t)
+    keep = np.abs(vol) > 1e-9 * h**3  # flat ones lie on planar walls
+    t, vol = t[keep], vol[keep]
+    t[vol < 0, :2] = t[vol < 0][:, [1, 0]]  # positive orientation
+    if t.size == 0:
+        raise UnsupportedProblem(f"meshing {shape!r}: no cell lies inside the shape")
+    used, inv = np.unique(t, return_inverse=True)
+    mesh = skfem.MeshTet(p[used].T.copy(), inv.reshape(t.shape).T.astype(np.int32).copy())
+    mid = facet_midpoints(mesh, mesh.boundary_facets())
+    worst = float(np.max(np.abs(fd(mid)), initial=0.0))
+    if worst > 0.25 * h:
+        raise UnsupportedProblem(
+            f"meshing {shape!r} at h={h:g}: a boundary face lies {worst:.3g} from the boundary "
+            "(the tetrahedra do not fill the shape); try another cells=/h=, or pass mesh=...")
+    return mesh
 
 
 def refine_mesh(mesh: skfem.Mesh, shape, times: int) -> skfem.Mesh:
