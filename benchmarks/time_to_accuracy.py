@@ -187,7 +187,7 @@ def run_deepxde(problem: str, mode: str, budget: float | None = None,
     out = {"curve": curve, "steps": int(done), "wall_seconds": time.perf_counter() - t0,
            "backend": peers.backend_name(),
            "settings": {**_settings(built, training), "stages": ran,
-                        "float": str(dde.config.real(np).__name__)}}
+                        "precision": str(bits), "float": str(dde.config.real(np).__name__)}}
     if stopped["at"] is not None:
         out["stopped_at_budget"] = {"step": stopped["at"], "budget_seconds": budget}
     return out
@@ -344,6 +344,14 @@ def report(data: dict, command: str, figures: dict[str, str]) -> str:
                 lines.append(f"- {problem} / {side}: {res['settings']}")
     lines.append("")
     return "\n".join(lines)
+
+
+def write_report(data: dict, out_dir: Path, suffix: str = "") -> Path:
+    """``TIME_TO_ACCURACY<suffix>.md`` from the stored data (figures beside it)."""
+    figures = {p: f"time_to_accuracy_{p}{suffix}.png" for p in data["problems"]}
+    md = out_dir / f"TIME_TO_ACCURACY{suffix}.md"
+    C.write_text(md, report(data, data["command"], figures))
+    return md
 
 
 def main(argv=None) -> int:
