@@ -4,7 +4,9 @@ A run folder written by :meth:`pinn.Solution.save` holds, besides the plots and
 ``report.md``:
 
 ``solution.json``
-    ``format``: ``"pinn.solution/<version>"`` (now ``pinn.solution/1``);
+    ``format``: ``"pinn.solution/<version>"`` (now ``pinn.solution/2``; in format 2
+    hard initial values scale the network by ``(t - t0)/(t1 - t0)``, in format 1 by
+    ``t - t0``: both are read);
     ``reloadable``: whether :meth:`pinn.Solution.load` can rebuild the solution, and
     ``not_data``: why not (a user's own class, a Python callable), else null;
     ``problem``: the problem as data (below), or null when it is not data;
@@ -81,7 +83,7 @@ __all__ = ["FORMAT", "VERSION", "SOLUTION_FILE", "PARAMS_FILE", "HISTORY_FILE",
            "load_params", "restore_params", "flat_params"]
 
 FORMAT = "pinn.solution"
-VERSION = 1
+VERSION = 2
 SOLUTION_FILE = "solution.json"
 PARAMS_FILE = "params.npz"
 HISTORY_FILE = "history.jsonl"
@@ -643,7 +645,7 @@ def read_solution(directory: str | os.PathLike) -> dict:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not readable JSON ({exc})") from None
-    _format_version(doc, path)
+    version = _format_version(doc, path)
     seed, precision = doc.get("seed", 0), doc.get("precision", 32)
     if not doc.get("reloadable", False):
         raise ValueError(
@@ -668,7 +670,9 @@ def read_solution(directory: str | os.PathLike) -> dict:
     return {"problem": problem, "model": model, "params": params, "seed": seed,
             "precision": precision, "metrics": doc.get("metrics") or {},
             "history": read_history(d / HISTORY_FILE),
-            "resolution": tuple(resolution) if isinstance(resolution, list) else resolution}
+            "resolution": tuple(resolution) if isinstance(resolution, list) else resolution,
+            # format 2: hard initial values scale the network by (t - t0)/(t1 - t0)
+            "time_span_scaled": version >= 2}
 
 
 def _net_dtype(net) -> np.dtype:

@@ -80,8 +80,12 @@ class Solution:
 
     def __init__(self, problem, model, params, *, seed: int = 0, precision: int = 32,
                  history: list | None = None, metrics: dict | None = None,
-                 training: Training | None = None, resolution=None):
+                 training: Training | None = None, resolution=None,
+                 time_span_scaled: bool = True):
         self.problem = problem
+        # hard initial values scale the network by (t - t0)/(t1 - t0); False for
+        # solutions saved in format 1, trained with the factor t - t0
+        self.time_span_scaled = time_span_scaled
         self.model = model
         self.params = params
         self.seed = seed
@@ -103,7 +107,8 @@ class Solution:
 
             with precision_scope(self.precision):
                 raw, _ = build_network(self.problem, self.model, self.seed)
-                self._apply = _hard_transforms(self.problem, raw, self.problem.space.dim)
+                self._apply = _hard_transforms(self.problem, raw, self.problem.space.dim,
+                                               time_span=self.time_span_scaled)
         return self._apply
 
     def _as_points(self, points, params: Mapping[str, float] | None = None) -> np.ndarray:

@@ -122,6 +122,35 @@ def test_hard_initial_with_rate_matches_value_and_time_derivative(net):
     np.testing.assert_allclose(u_t, np.stack([s * (1 - s)] * 2, 1), atol=1e-6)
 
 
+def test_hard_initial_factor_spans_zero_to_one_over_the_time_interval(net):
+    # on [t0, t0 + T] the network's factor is (t - t0)/T (squared with a rate): exact at
+    # t0, N itself at the end whatever T; span=1 is the plain t - t0, bit for bit
+    apply, params = net
+    u0 = lambda x: jnp.cos(x[..., 0])
+    v0 = lambda x: x[..., 0]
+    x = np.array([[0.3, 150.0], [0.7, 200.0], [0.1, 50.0]], np.float32)
+    raw = np.asarray(jax.jit(apply)(params, x))[:, 0]
+    s, t = x[:, 0], x[:, 1]
+    u = jax.jit(nets.hard_initial(apply, u0, t_index=1, t0=50.0, span=150.0, outputs=0))
+    np.testing.assert_allclose(u(params, x)[:, 0], np.cos(s) + (t - 50) / 150 * raw, rtol=1e-5)
+    ur = jax.jit(nets.hard_initial(apply, u0, t_index=1, t0=50.0, span=150.0, rate_fn=v0,
+                                   outputs=0))
+    np.testing.assert_allclose(ur(params, x)[:, 0],
+                               np.cos(s) + (t - 50) * s + ((t - 50) / 150) ** 2 * raw,
+                               rtol=1e-5)
+    d = nets.box_distance(np.float32([0, 50]), np.float32([1, 200]), walls=[0])
+    ud = jax.jit(nets.hard_dirichlet_initial(apply, d, 0.0, u0, t_index=1, t0=50.0,
+                                             span=150.0, outputs=0))
+    np.testing.assert_allclose(ud(params, x)[:, 0],
+                               np.cos(s) + 4 * s * (1 - s) * (t - 50) / 150 * raw, rtol=1e-5)
+    xs = _interior(8)
+    plain = jax.jit(nets.hard_initial(apply, u0, t_index=1, outputs=0))
+    unit = jax.jit(nets.hard_initial(apply, u0, t_index=1, span=1.0, outputs=0))
+    np.testing.assert_array_equal(plain(params, xs), unit(params, xs))
+    with pytest.raises(ValueError, match="span must be a positive"):
+        nets.hard_initial(apply, u0, t_index=1, span=0.0)
+
+
 def test_hard_dirichlet_and_initial_together(net):
     apply, params = net
     # (x, t) in [0, 1]^2, walls x = 0 and x = 1: g = x (1 + t); u0 = x + sin(pi x), compatible

@@ -252,7 +252,7 @@ def test_saved_solution_loads_with_identical_values(run_dir):
     assert (out / "solution.json").exists() and (out / "params.npz").exists()
     assert not (out / "solution.pkl").exists()
     doc = json.loads((out / "solution.json").read_text())
-    assert doc["format"] == "pinn.solution/1" and doc["reloadable"] is True
+    assert doc["format"] == "pinn.solution/2" and doc["reloadable"] is True
     assert doc["model"]["$type"] == "MLP" and doc["versions"]["jax"]
     assert doc["training"]["stages"][0].startswith("Adam x 20")
     with np.load(out / "params.npz", allow_pickle=False) as z:
@@ -350,6 +350,16 @@ def test_a_tampered_shape_or_a_newer_format_is_refused(run_dir, tmp_path, capsys
     with pytest.raises(ValueError, match="newer pinn"):
         pinn.Solution.load(run)
     assert "upgrade pinn" in predict_error(run, tmp_path, capsys)
+
+
+def test_a_format_1_solution_keeps_its_hard_initial_factor(run_dir, tmp_path):
+    # format 1 was trained with u0 + (t - t0) N; format 2 scales by (t - t0)/(t1 - t0)
+    run = copy_of(run_dir[0], tmp_path)
+    assert pinn.Solution.load(run).time_span_scaled is True
+    doc = json.loads((run / "solution.json").read_text())
+    doc["format"] = "pinn.solution/1"
+    (run / "solution.json").write_text(json.dumps(doc))
+    assert pinn.Solution.load(run).time_span_scaled is False
 
 
 class Mine(pinn.conditions.Constraint):

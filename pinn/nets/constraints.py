@@ -17,6 +17,7 @@ with ``periodic={index: period}`` (see :class:`pinn.nets.Periodic`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import jax
@@ -117,6 +118,14 @@ def hard_dirichlet(
     return _combine(apply, outputs, rule)
 
 
+def _span_scale(span: float, power: int) -> float | None:
+    """``1/span**power`` (None for a unit span: the product is then left out, bit for bit)."""
+    span = float(span)
+    if not span > 0 or not math.isfinite(span):
+        raise ValueError(f"span must be a positive time-interval length, got {span!r}")
+    return None if span == 1.0 else 1.0 / span**power
+
+
 def hard_initial(
     apply: ApplyFn,
     initial_fn: Value,
@@ -124,23 +133,29 @@ def hard_initial(
     t0: float = 0.0,
     *,
     rate_fn: Value | None = None,
+    span: float = 1.0,
     outputs: int | Sequence[int] | None = None,
 ) -> ApplyFn:
-    """``u(x, t) = u0(x) + (t - t0) · N(x, t)``: equals ``u0`` at ``t = t0``.
+    """``u(x, t) = u0(x) + (t - t0)/T · N(x, t)``: equals ``u0`` at ``t = t0``.
 
     With ``rate_fn`` (``v0``, for equations of second order in time):
-    ``u = u0 + (t - t0) · v0 + (t - t0)² · N``, so that ``u = u0`` and
+    ``u = u0 + (t - t0) · v0 + ((t - t0)/T)² · N``, so that ``u = u0`` and
     ``∂u/∂t = v0`` at ``t0``. ``initial_fn``/``rate_fn`` take the full points
     ``x[N, d]`` (time column included) and return ``[N]``, ``[N, k]`` or a constant.
+    ``span`` (``T``): the length of the time interval, so that the factor in front of
+    the network runs from 0 to 1 whatever the time scale (on ``[0, 200]`` it would
+    otherwise multiply the network by 200).
     """
     _check_t_index(t_index)
     t0 = float(t0)
+    scale = _span_scale(span, 2 if rate_fn is not None else 1)
 
     def rule(x, n):
         _check_t_range(t_index, x)
         k = n.shape[-1]
         tau = (x[..., t_index] - t0)[..., None]
         u0 = _as_columns(initial_fn, x, k, "initial_fn")
+        n = n if scale is None else n * scale
         if rate_fn is None:
             return u0 + tau * n
         v0 = _as_columns(rate_fn, x, k, "rate_fn")
@@ -157,11 +172,14 @@ def hard_dirichlet_initial(
     t_index: int,
     t0: float = 0.0,
     *,
+    span: float = 1.0,
     outputs: int | Sequence[int] | None = None,
 ) -> ApplyFn:
     """Boundary and initial data at once, for evolution problems:
 
-    ``u(x, t) = u0(x) + g(x, t) - g(x, t0) + d(x) · (t - t0) · N(x, t)``.
+    ``u(x, t) = u0(x) + g(x, t) - g(x, t0) + d(x) · (t - t0)/T · N(x, t)``
+
+    (``span``: ``T``, the length of the time interval, as in :func:`hard_initial`).
 
     At ``t = t0`` this is ``u0`` exactly; where ``d`` vanishes it is
     ``g + (u0 - g(·, t0))``, i.e. ``g`` when the data are compatible
@@ -173,10 +191,12 @@ def hard_dirichlet_initial(
         raise TypeError(f"distance_fn must be a function of the points, got {distance_fn!r}")
     _check_t_index(t_index)
     t0 = float(t0)
+    scale = _span_scale(span, 1)
 
     def rule(x, n):
         _check_t_range(t_index, x)
         k = n.shape[-1]
+        n = n if scale is None else n * scale
         # the time column set to t0 (jnp.where, not a scatter: see _combine)
         x0 = jnp.where(jnp.arange(x.shape[-1]) == t_index % x.shape[-1], t0, x)
         tau = (x[..., t_index] - t0)[..., None]

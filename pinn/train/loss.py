@@ -162,8 +162,11 @@ class _Draw:
 # hard constraints
 
 
-def _hard_transforms(problem, apply, spatial_dim):
-    """Wrap ``apply`` so hard conditions (each condition's ``hard_outputs``) hold exactly."""
+def _hard_transforms(problem, apply, spatial_dim, *, time_span: bool = True):
+    """Wrap ``apply`` so hard conditions (each condition's ``hard_outputs``) hold exactly.
+
+    ``time_span``: hard initial values scale the network by ``(t - t0)/(t1 - t0)``
+    (False: by ``t - t0``, as solutions saved in format 1 were trained)."""
     from pinn.nets import box_distance, hard_dirichlet, hard_dirichlet_initial, hard_initial
 
     fidx = {f: i for i, f in enumerate(problem.fields)}
@@ -189,6 +192,9 @@ def _hard_transforms(problem, apply, spatial_dim):
     if not dirichlet and not initial:
         return apply
     t0 = problem.time.t0 if problem.is_evolution else 0.0
+    # the network's factor (t - t0)/span runs over [0, 1] whatever the time scale
+    span = (float(problem.time.t1 - problem.time.t0) if problem.is_evolution and time_span
+            else 1.0)
     ti = problem.time_index if problem.is_evolution else -1
 
     def value(e):  # a function of the network's inputs (the ranged parameters pass through)
@@ -206,13 +212,13 @@ def _hard_transforms(problem, apply, spatial_dim):
                 raise ValueError("hard initial conditions with a rate cannot be combined with "
                                  "hard Dirichlet conditions on the same field; make one soft")
             out = hard_dirichlet_initial(out, dist, value(g), value(u0), t_index=ti, t0=t0,
-                                         outputs=[j])
+                                         span=span, outputs=[j])
         elif j in dirichlet:
             dist, g = dirichlet[j]
             out = hard_dirichlet(out, dist, value(g), outputs=[j])
         else:
             u0, rate = initial[j]
-            out = hard_initial(out, value(u0), t_index=ti, t0=t0,
+            out = hard_initial(out, value(u0), t_index=ti, t0=t0, span=span,
                                rate_fn=None if rate is None else value(rate), outputs=[j])
     return out
 
