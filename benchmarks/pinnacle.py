@@ -377,13 +377,19 @@ def report(results: dict, command: str, machine: dict,
                       f"{sci(r['l2re_exact'])} (PINNacle's reference is itself "
                       f"{sci(r['ref_vs_exact'])} from it, the floor of the L2RE column)"
                       if r.get("l2re_exact") is not None else None)
-        note = "; ".join(x for x in (e.note, r.get("note"), exact_note,
-                                     f"FAILED: {r['error'][:160]}" if r.get("error") else None,
-                                     f"scored on {r['where']}" if r.get("where") else None)
-                         if x)
-        if r.get("error") is None and r.get("l2re") is None:
-            note = "; ".join(x for x in (note, "not scored: no reference") if x)
         d = defaults.get(e.key)
+        # where the score was taken: the file's row, else the default recipe's (a smoke
+        # row of the file may predate the reference)
+        scored = next((x for x in (r, d) if x and x.get("mode") == "budget"
+                       and x.get("where")), r)
+        note = "; ".join(x for x in (e.note, r.get("note") if r.get("mode") == "budget"
+                                     else None, exact_note,
+                                     f"FAILED: {r['error'][:160]}" if r.get("error") else None,
+                                     f"scored on {scored['where']}" if scored.get("where")
+                                     else None)
+                         if x)
+        if not any(x and x.get("error") is None and x.get("l2re") is not None for x in (r, d)):
+            note = "; ".join(x for x in (note, "not scored: no reference") if x)
         if d and d.get("error"):
             note = "; ".join(x for x in (note, f"default recipe FAILED: {d['error'][:160]}")
                              if x)
@@ -401,6 +407,8 @@ def report(results: dict, command: str, machine: dict,
               f"- Problem files: {len(SUITE)}; problems with a real (budget) run and a score: "
               f"{len(real)}; of those with PINNacle's best on record: {len(comparable)}, "
               f"beaten: {len(beaten)}" + (f" ({', '.join(beaten)})" if beaten else "") + ".",
+              "- Failed (the best of our rows no better than predicting zero, L2RE >= 1): "
+              + (", ".join(e.label for e in real if ours[e.key] >= 1.0) or "none") + ".",
               "- Not scored (no reference in the public snapshot and none generated yet): "
               + ", ".join(e.label for e in SUITE if e.reference == "missing") + ".",
               "- Stand-in data (PINNacle's table is not public), so the score is not "
