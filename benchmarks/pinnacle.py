@@ -321,7 +321,7 @@ def _score_cell(r: dict | None) -> str:
     return sci(r["l2re"]) if r.get("mode") == "budget" else f"({sci(r['l2re'])})"
 
 
-def _default_cells(r: dict | None, own: dict | None) -> list[str]:
+def _default_cells(r: dict | None) -> list[str]:
     """Steps, time and L2RE of the default-recipe row (or of the file's, when the same)."""
     if r is not None and r.get("same_as_file"):
         return ["(the file's)", "", ""]
@@ -371,7 +371,7 @@ def report(results: dict, command: str, machine: dict,
         if r is None:
             rows.append([f"`{e.key}`", e.label, e.reference, "–", "not run", "–", "–", "–", "–",
                          sci(e.pinn), sci(e.best),
-                         *_default_cells(defaults.get(e.key), None),
+                         *_default_cells(defaults.get(e.key)),
                          verdict(e, defaults.get(e.key)), e.note])
             continue
         exact_note = (f"against the Cole-Hopf solution at the same points: "
@@ -397,7 +397,7 @@ def report(results: dict, command: str, machine: dict,
         rows.append([f"`{e.key}`", e.label, e.reference, r.get("recipe", "–"), r.get("mode", "?"),
                      C.fmt(r.get("budget_seconds"), ".0f"), C.fmt(r.get("steps"), "d"),
                      C.fmt(r.get("wall_seconds"), ".0f"),
-                     _score_cell(r), sci(e.pinn), sci(e.best), *_default_cells(d, r),
+                     _score_cell(r), sci(e.pinn), sci(e.best), *_default_cells(d),
                      verdict(e, r, d), note])
     lines += [C.table(header, rows), ""]
     ours = {e.key: best_of(results.get(e.key), defaults.get(e.key)) for e in SUITE}

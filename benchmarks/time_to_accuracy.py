@@ -298,8 +298,7 @@ def report(data: dict, command: str, figures: dict[str, str]) -> str:
               "included) at which the relative L2 error first fell below each level, "
               "checked every `eval_every` steps; `–`: not reached.", ""]
     header = ("problem", "side", *(f"< {lvl:.0e}".replace("e-0", "e-") for lvl in THRESHOLDS),
-              "final rel. L2",
-              "steps", "total (s)")
+              "final rel. L2", "steps", "total (s)")
     rows = []
     for problem, sides in data["problems"].items():
         for side, res in sides.items():
@@ -401,7 +400,6 @@ def main(argv=None) -> int:
         f"time_to_accuracy{suffix}.json")
 
     data = {"mode": mode, "machine": C.machine(), "command": command, "problems": {}}
-    figures = {}
     failed = False
     for problem in problems:
         data["problems"][problem] = {}
@@ -416,12 +414,10 @@ def main(argv=None) -> int:
                           + ", ".join(f"{k}: {C.fmt(v['time'], '.1f') if v else '–'}"
                                       for k, v in res["first_below"].items())),
                   file=sys.stderr, flush=True)
-        fig = out_dir / f"time_to_accuracy_{problem}{suffix}.png"
-        plot(problem, data["problems"][problem], fig)
-        figures[problem] = fig.name
+        plot(problem, data["problems"][problem],
+             out_dir / f"time_to_accuracy_{problem}{suffix}.png")
         C.write_json(jpath, data)
-    md = out_dir / f"TIME_TO_ACCURACY{suffix}.md"
-    C.write_text(md, report(data, command, figures))
+    md = write_report(data, out_dir, suffix)
     print(f"wrote {md}, {jpath}", file=sys.stderr)
     return 1 if failed and mode == "smoke" else 0
 

@@ -83,7 +83,7 @@ def test_refined_meshes_keep_the_sphere():
     sphere = np.abs(np.linalg.norm(p - np.asarray(CENTER), axis=1) - RADIUS)
     assert np.max(np.minimum(wall, sphere)) < 1e-10
     hole = 4 / 3 * math.pi * RADIUS**3
-    gaps = [_tet_volumes(m.p.T, m.t.T).__abs__().sum() - (1 - hole) for m in (coarse, fine)]
+    gaps = [np.abs(_tet_volumes(m.p.T, m.t.T)).sum() - (1 - hole) for m in (coarse, fine)]
     assert 0 < gaps[1] < gaps[0] / 3                  # the polyhedral error falls as h^2
 
 

@@ -390,8 +390,7 @@ def _evolve_second_order(problem, disc: Discretisation, wf, *, dt, steps, store_
     snaps, times = [U.copy()], [t0]
     coeffs = [m for form in wf.equations for m in (*form.mass.values(), *form.inertia.values())]
     const_mass = not any(problem.time_coord in _coords(m) for m in coeffs)
-    const_op = wf.linear and not wf.operator_depends_on_time
-    K, R = _spatial_residual(disc, wf, U, t0)
+    K, R = _spatial_residual(disc, wf, U, t0)  # K: None unless linear and constant
 
     def scaled(t):
         """``(4/dt^2 A + 2/dt M)`` on the pattern, and the two as matrices (at time t)."""
@@ -399,7 +398,8 @@ def _evolve_second_order(problem, disc: Discretisation, wf, *, dt, steps, store_
         return a + m, disc.matrix(a), disc.matrix(m)
 
     fixed = scaled(t0) if const_mass else None
-    solve_with = disc.factor(fixed[0] + K, factors) if const_op and const_mass else None
+    solve_with = (disc.factor(fixed[0] + K, factors) if K is not None and const_mass
+                  else None)
     R_prev = R(U, t0)
     reuse: dict = {}
     total_its = 0
