@@ -120,6 +120,10 @@ class Run:
         whose loss stays non-finite later (the NaN guard gave up) ends with its last good
         parameters, like a run whose loss rose: ``metrics["converged"]`` is false,
         ``metrics["divergence"]`` says why, and a ``RuntimeWarning`` says so."""
+        if self.training.windows > 1:  # time marching: window after window
+            from pinn.marching import train_windows
+
+            return train_windows(self, **loop_overrides)
         t0 = time.perf_counter()
         gave_up = None
         precisions = self.training.stage_precisions(self.precision)
@@ -157,25 +161,34 @@ class Run:
                    if self.training.micro_batch else {}),
                 **self.metrics,
             }
-            if ev.has_truth(self.problem):
-                sol.metrics.update(sol.score().metrics())
-                at_points = ev.score_at_points(self.problem, sol.evaluate)
-                if at_points is not None:  # a file reference: scored at its own points too
-                    sol.metrics.update(at_points)
-                if self.problem.ranged:  # a parametric problem: the errors over its ranges
-                    sol.metrics["param_grid"] = sol.errors_over_params()
-            why = "; ".join(w for w in (gave_up, divergence(sol.history,
-                                                             sol.metrics.get("rel_l2"))) if w)
-            why = why or None
-            sol.metrics["converged"] = why is None
-            if why is not None:
-                sol.metrics["divergence"] = why
-                warnings.warn(f"{self.problem.name}: the run did not converge: {why}; lower "
-                              "the learning rate, train longer or check the problem scaling",
-                              RuntimeWarning, stacklevel=2)
+            finish(sol, self.problem, gave_up)
         if self.out_dir is not None and is_main():
             sol.save(self.out_dir, snapshots=self.snapshots)
         return sol
+
+
+def finish(sol: Solution, problem, gave_up: str | None = None) -> None:
+    """Score a trained ``sol`` into its metrics (on the evaluation grid, at a file
+    reference's own points, over a parametric problem's ranges) and judge convergence:
+    ``metrics["converged"]``, ``metrics["divergence"]`` and a ``RuntimeWarning`` saying why
+    not (``gave_up``: the NaN guard's reason, if it gave up)."""
+    with precision_scope(sol.precision):
+        if ev.has_truth(problem):
+            sol.metrics.update(sol.score().metrics())
+            at_points = ev.score_at_points(problem, sol.evaluate)
+            if at_points is not None:  # a file reference: scored at its own points too
+                sol.metrics.update(at_points)
+            if problem.ranged:  # a parametric problem: the errors over its ranges
+                sol.metrics["param_grid"] = sol.errors_over_params()
+    why = "; ".join(w for w in (gave_up, divergence(sol.history,
+                                                     sol.metrics.get("rel_l2"))) if w)
+    why = why or None
+    sol.metrics["converged"] = why is None
+    if why is not None:
+        sol.metrics["divergence"] = why
+        warnings.warn(f"{problem.name}: the run did not converge: {why}; lower "
+                      "the learning rate, train longer or check the problem scaling",
+                      RuntimeWarning, stacklevel=3)
 
 
 def _gave_up(exc: TrainingDiverged, seconds: float) -> tuple[TrainResult, str]:
@@ -208,10 +221,12 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
     own = getattr(problem.reference, "points", None)
     if not problem.exact and not problem.ranged and own is not None \
             and np.ndim(own) == 2 and np.shape(own)[1] == len(problem.inputs):
-        # a file reference: its own points (a fixed subset), nothing interpolated
-        n = len(own)
-        keep = (np.random.default_rng(0).choice(n, len(pts), replace=False)
-                if n > len(pts) else np.arange(n))
+        # a file reference: its own points (a fixed subset), nothing interpolated; those
+        # in the problem's time interval (a time window's, pinn.marching)
+        inside = np.flatnonzero(ev.in_time_window(problem, own))
+        n = len(inside)
+        keep = inside[np.random.default_rng(0).choice(n, len(pts), replace=False)
+                      if n > len(pts) else np.arange(n)]
         pts = np.asarray(own, dtype=np.float64)[keep]
         ref = {k: np.asarray(v, dtype=np.float64)[keep]
                for k, v in problem.reference.values.items()}

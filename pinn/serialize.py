@@ -84,6 +84,8 @@ __all__ = ["FORMAT", "VERSION", "SOLUTION_FILE", "PARAMS_FILE", "HISTORY_FILE",
 
 FORMAT = "pinn.solution"
 VERSION = 2
+#: the format of a solution trained in time windows (pinn.marching): 2 plus ``windows``
+WINDOWS_VERSION = 3
 SOLUTION_FILE = "solution.json"
 PARAMS_FILE = "params.npz"
 HISTORY_FILE = "history.jsonl"
@@ -592,8 +594,10 @@ def save_solution(directory: str | os.PathLike, solution) -> Path:
         model = None
         reasons.append(str(exc))
     write_npz(d / PARAMS_FILE, **arrays)
+    windows = getattr(solution, "windows", None)
     doc = {
-        "format": f"{FORMAT}/{VERSION}",
+        # a solution in time windows is format 3 (older pinn cannot read it); others 2
+        "format": f"{FORMAT}/{VERSION if windows is None else WINDOWS_VERSION}",
         "reloadable": not reasons,
         "not_data": "; ".join(reasons) or None,
         "problem": problem,
@@ -603,6 +607,7 @@ def save_solution(directory: str | os.PathLike, solution) -> Path:
         "resolution": clean_json(solution.resolution),
         "metrics": solution.metrics,
         "training": _training_summary(solution.training),
+        **({"windows": list(windows)} if windows is not None else {}),
         "summary": {"problem": repr(solution.problem), "model": repr(solution.model)},
         "versions": versions(),
     }
@@ -615,9 +620,9 @@ def _format_version(doc, path: Path) -> int:
     if name != FORMAT or not version.isdigit() or int(version) < 1:
         raise ValueError(f"{path}: not a saved pinn solution (format {fmt!r}; expected "
                          f"'{FORMAT}/{VERSION}')")
-    if int(version) > VERSION:
+    if int(version) > WINDOWS_VERSION:
         raise ValueError(f"{path}: written by a newer pinn (format {fmt}; this pinn reads up "
-                         f"to {FORMAT}/{VERSION}): upgrade pinn to load it")
+                         f"to {FORMAT}/{WINDOWS_VERSION}): upgrade pinn to load it")
     return int(version)
 
 
@@ -659,8 +664,17 @@ def read_solution(directory: str | os.PathLike) -> dict:
     arrays = _read_npz(d / PARAMS_FILE)
     problem = problem_from_data(doc.get("problem"), arrays)
     model = from_data(doc.get("model"), "model", arrays, where="model")
+    windows = doc.get("windows")
+    if windows is not None and (not isinstance(windows, list) or len(windows) < 3 or not all(
+            isinstance(e, (int, float)) and not isinstance(e, bool) for e in windows)):
+        raise ValueError(f"{path}: 'windows' must list the time windows' edges (3 or more "
+                         f"numbers), got {windows!r}")
     with precision_scope(precision):
         _, net = build_network(problem, model, seed)
+    if windows is not None:  # one network per time window, all of the same shape
+        from pinn.marching import window_key
+
+        net = {window_key(k): net for k in range(len(windows) - 1)}
     template = {"net": net, "pde": {p.name: np.asarray(p.value, _net_dtype(net))
                                     for p in problem.learnable}}
     params = restore_params({k: v for k, v in arrays.items()
@@ -672,7 +686,7 @@ def read_solution(directory: str | os.PathLike) -> dict:
             "history": read_history(d / HISTORY_FILE),
             "resolution": tuple(resolution) if isinstance(resolution, list) else resolution,
             # format 2: hard initial values scale the network by (t - t0)/(t1 - t0)
-            "time_span_scaled": version >= 2}
+            "time_span_scaled": version >= 2, "windows": windows}
 
 
 def _net_dtype(net) -> np.dtype:

@@ -81,8 +81,11 @@ class Solution:
     def __init__(self, problem, model, params, *, seed: int = 0, precision: int = 32,
                  history: list | None = None, metrics: dict | None = None,
                  training: Training | None = None, resolution=None,
-                 time_span_scaled: bool = True):
+                 time_span_scaled: bool = True, windows: Sequence[float] | None = None):
         self.problem = problem
+        # time marching (pinn.marching): the window edges; the network is one per window,
+        # params["net"] = {"w0": ..., "w1": ...}
+        self.windows = None if windows is None else tuple(float(e) for e in windows)
         # hard initial values scale the network by (t - t0)/(t1 - t0); False for
         # solutions saved in format 1, trained with the factor t - t0
         self.time_span_scaled = time_span_scaled
@@ -106,9 +109,20 @@ class Solution:
             from pinn.train.loss import _hard_transforms
 
             with precision_scope(self.precision):
-                raw, _ = build_network(self.problem, self.model, self.seed)
-                self._apply = _hard_transforms(self.problem, raw, self.problem.space.dim,
-                                               time_span=self.time_span_scaled)
+                if self.windows is None:
+                    raw, _ = build_network(self.problem, self.model, self.seed)
+                    self._apply = _hard_transforms(self.problem, raw, self.problem.space.dim,
+                                                   time_span=self.time_span_scaled)
+                else:
+                    from pinn.marching import piecewise_apply, window_problem
+
+                    applies = []
+                    for k in range(len(self.windows) - 1):
+                        pk = window_problem(self.problem, k, self.windows)
+                        raw, _ = build_network(pk, self.model, self.seed)
+                        applies.append(_hard_transforms(pk, raw, pk.space.dim))
+                    self._apply = piecewise_apply(applies, self.windows,
+                                                  self.problem.time_index)
         return self._apply
 
     def _as_points(self, points, params: Mapping[str, float] | None = None) -> np.ndarray:

@@ -38,7 +38,9 @@ class Training:
     program), ``"all"`` or a count: data parallel over a device mesh, the points sharded
     and the parameters replicated (:mod:`pinn.train.sharding`); ``micro_batch``: at most
     this many points per device in one pass, the gradient accumulated over micro-batches
-    (:mod:`pinn.train.microbatch`; ``None``: the whole batch at once).
+    (:mod:`pinn.train.microbatch`; ``None``: the whole batch at once); ``windows``: an
+    evolution problem trained in that many time windows one after another, each by these
+    stages, the next starting from the previous one's values (:mod:`pinn.marching`).
     """
 
     stages: Sequence[Any] = field(default_factory=_default_stages)
@@ -50,6 +52,7 @@ class Training:
     checkpoint_every: int | None = None
     devices: int | str | None = None
     micro_batch: int | None = None
+    windows: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "stages", tuple(self.stages))
@@ -62,6 +65,10 @@ class Training:
         from pinn.train.sharding import check_devices
 
         check_devices(self.devices)
+        w = self.windows
+        if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+            raise ValueError(f"Training.windows must be an integer >= 1 (time windows trained "
+                             f"one after another; 1: the whole interval at once), got {w!r}")
         mb = self.micro_batch
         if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
             raise ValueError(f"Training.micro_batch must be an integer >= 1 (points per "

@@ -42,6 +42,8 @@ def tiny(path: str, steps: int = 20) -> list[str]:
             "training.points.resample_every=10", "training.chunk=10",
             "evaluation.resolution=10", "evaluation.snapshots=2"]
     sets += [f"training.stages.{i}.steps=2" for i in range(1, len(spec.training.stages))]
+    if spec.training.windows > 1:  # time marching: two windows show it
+        sets += ["training.windows=2"]
     if spec.reference is not None and spec.reference.kind == "fem":
         sets += ["reference.fem.cells=6"]
     return [a for s in sets for a in ("--set", s)]

@@ -449,3 +449,25 @@ def test_file_reference_and_data_from_it(tmp_path):
     msg = error_of(text.replace("{file: ref.npz}", "{fem: {cells: 8}}"),
                    name=str(tmp_path / "p.yaml"))
     assert "conditions.obs.data.generate: data cannot be generated from a FEM reference" in msg
+
+
+def test_trainable_periods_and_time_windows_are_checked():
+    # a learnt period needs the coordinate in model.periodic (with its starting period)
+    text = HEAT.replace("activation: tanh}}",
+                        "activation: tanh}, periodic: {x: null}, trainable_periods: [t]}")
+    with pytest.raises(ConfigError, match=r"model.trainable_periods: 't' has no period"):
+        load("heat2d.yaml", text=text).model()
+    text = HEAT.replace("activation: tanh}}", "activation: tanh}, trainable_periods: [t]}")
+    with pytest.raises(ConfigError, match="trainable_periods needs the coordinates"):
+        load("heat2d.yaml", text=text).model()
+    good = HEAT.replace("activation: tanh}}",
+                        "activation: tanh}, periodic: {t: 1.0}, trainable_periods: [t]}")
+    assert load("heat2d.yaml", text=good).model().periodic.trainable == (2,)
+    # time windows: an evolution problem with an initial condition; not a steady one
+    assert load("heat2d.yaml", ["training.windows=4"], text=HEAT).training().windows == 4
+    steady = (HEAT.replace("coords: [x, y, t]", "coords: [x, y]")
+              .replace(", time: [0, 1]", "").replace("u_t - ", "")
+              .replace("  start: {initial: {u: \"sin(pi*x)*sin(pi*y)\"}}\n", "")
+              .replace("exp(-2*pi^2*alpha*t)*", ""))
+    with pytest.raises(ConfigError, match=r"training.windows: time windows need an evolution"):
+        load("heat2d.yaml", ["training.windows=2"], text=steady).training()

@@ -130,6 +130,37 @@ def test_periodic_embedding_is_exactly_periodic_float32(models, name):
     assert _max_abs(fast(params, x + np.array([1.0, 0.0], np.float32)), y) > 1e-2
 
 
+def test_trainable_period_stays_periodic_and_has_its_gradient(x64):
+    # input 1 starts with period 1; its frequency scale is a trained parameter: the network
+    # is periodic with whatever period it holds, and the gradient along it is the true one
+    spec = nets.MLP(width=8, depth=2, periodic=nets.Periodic({1: 1.0}, harmonics=3,
+                                                             trainable=[1]))
+    module = spec.build(2, 1, key=KEY, bounds=([0, 0], [1, 1]))
+    apply, params = nets.split(module)
+    assert params["embedding"]["periodic"]["frequency_scale"].shape == (1,)
+    x = _points(3, 20, [0.0, 0.0], [1.0, 1.0], np.float64)
+    params["embedding"]["periodic"]["frequency_scale"] = jnp.asarray([0.8])  # period 1.25
+    y = apply(params, x)
+    np.testing.assert_allclose(apply(params, x + np.array([0.0, 1.25])), y, atol=1e-10)
+    assert _max_abs(apply(params, x + np.array([0.0, 1.0])), y) > 1e-3
+    np.testing.assert_allclose(module.embedding.periodic.periods(), [1.0])  # module unchanged
+
+    def f(s):
+        p = {**params, "embedding": {"periodic": {"frequency_scale": s}}}
+        return apply(p, x).sum()
+
+    g = jax.grad(f)(jnp.asarray([0.8]))[0]
+    h = 1e-6
+    fd = (f(jnp.asarray([0.8 + h])) - f(jnp.asarray([0.8 - h]))) / (2 * h)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    # the spec round-trips as data; a period cannot be both trained and a hard condition's
+    assert nets.Periodic.from_data(spec.periodic.to_data()) == spec.periodic
+    with pytest.raises(ValueError, match="hard periodic condition"):
+        spec.build(2, 1, key=KEY, periodic={1: 1.0})
+    with pytest.raises(ValueError, match="trainable"):
+        nets.Periodic({0: 1.0}, trainable=[1])
+
+
 def test_periodic_embedding_any_period_float64(x64):
     period = 2 * np.pi
     spec = nets.MLP(

@@ -268,8 +268,9 @@ def _warning_lines():
 
 def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log_format: str,
            log) -> int:
-    _out(f"{built.name}: training in float{built.precision}, {training.steps} steps -> "
-         f"{run_dir}", quiet)
+    windows = (f" in each of {training.windows} time windows" if training.windows > 1 else "")
+    _out(f"{built.name}: training in float{built.precision}, {training.steps} steps{windows} "
+         f"-> {run_dir}", quiet)
     import pinn
 
     ev = built.spec.evaluation
@@ -282,7 +283,9 @@ def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log
             sol = run.train()
     except KeyboardInterrupt as exc:
         ckpt_dir = run_dir / "checkpoints"
-        if getattr(exc, "checkpoint", None) or (ckpt_dir.is_dir() and any(ckpt_dir.iterdir())):
+        windows_done = any((run_dir / "windows").glob("w*/params.npz"))  # time marching
+        if getattr(exc, "checkpoint", None) or windows_done or (
+                ckpt_dir.is_dir() and any(ckpt_dir.iterdir())):
             where = f" at step {exc.step}" if getattr(exc, "step", None) is not None else ""
             _err(f"interrupted{where}, checkpoint kept; continue with: pinn solve --resume "
                  f"--out {shlex.quote(str(run_dir))}")

@@ -707,6 +707,11 @@ def build_model(b: Built):
         option = getattr(m, key)
         if option is not None:  # absent: the network's default; false: none
             kw[key] = None if option is False else cls(**kwargs(option))
+    if m.trainable_periods and not m.periodic:
+        raise ConfigError(Issue(
+            "trainable_periods needs the coordinates in model.periodic (with their starting "
+            "period, e.g. periodic: {t: 1.0})", ("model", "trainable_periods"),
+            b.source.location(("model", "trainable_periods"))))
     if m.periodic:
         names = [c.name for c in b.coords]
         lo, hi = b.problem.domain.bounds  # space, then time
@@ -720,7 +725,15 @@ def build_model(b: Built):
             i = names.index(cname)
             periods[i] = float(period) if period is not None else float(
                 np.atleast_1d(hi)[i] - np.atleast_1d(lo)[i])
-        kw["periodic"] = N.Periodic(periods, harmonics=m.harmonics)
+        trainable = []
+        for cname in m.trainable_periods:
+            if cname not in m.periodic:
+                raise ConfigError(Issue(
+                    f"'{cname}' has no period to learn: list it in model.periodic too "
+                    f"(periodic: {', '.join(m.periodic)})", ("model", "trainable_periods"),
+                    b.source.location(("model", "trainable_periods"))))
+            trainable.append(names.index(cname))
+        kw["periodic"] = N.Periodic(periods, harmonics=m.harmonics, trainable=trainable)
     try:
         return models()[m.kind](**kw)
     except (TypeError, ValueError) as exc:
@@ -750,6 +763,14 @@ def check_training(b: Built) -> None:
                     f"no loss term named '{k}'{suggest(k, terms)}; terms: {', '.join(terms)}",
                     ("training", "weighting", "fixed", "weights"),
                     b.source.location(("training", "weighting", "fixed", "weights", k))))
+    if t.windows > 1:
+        from pinn.marching import check_windows
+
+        try:
+            check_windows(b.problem, t.windows)
+        except ValueError as exc:
+            raise ConfigError(Issue(str(exc).split(": ", 1)[-1], ("training", "windows"),
+                                    b.source.location(("training", "windows")))) from None
     if not any(s.steps > 0 for s in t.stages):
         raise ConfigError(Issue("every stage has 0 steps: nothing to train",
                                 ("training", "stages"), b.source.location(("training", "stages"))))
@@ -772,7 +793,7 @@ def build_training(b: Built):
     training = Training(stages=stages, points=points, weighting=build_weighting(t.weighting),
                         seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
                         checkpoint_every=t.checkpoint_every or None, devices=t.devices,
-                        micro_batch=t.micro_batch)
+                        micro_batch=t.micro_batch, windows=t.windows)
     # each stage's precision in the stage where they differ (a stage's own, or auto's with
     # MIXED_AUTO), so that setup(precision=b.precision) keeps them
     return training.with_stage_precisions(t.precision)

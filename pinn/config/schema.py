@@ -708,7 +708,8 @@ class ModelSpec(OneOf):
     Options for every network: ``fourier`` (random Fourier features), ``rwf``
     (random weight factorisation), ``periodic`` (coordinates embedded exactly
     periodically: ``[x]`` with the domain's length as period, or ``{x: 2.0}``),
-    ``harmonics`` (of the periodic embedding), ``normalize`` (scale inputs to
+    ``harmonics`` (of the periodic embedding), ``trainable_periods`` (periodic coordinates
+    whose period is learnt), ``normalize`` (scale inputs to
     [-1, 1] from the domain's bounds) and ``per_field`` (one network of this kind per
     field, PINNacle's PFNN; a field declared on a subset of the coordinates, ``fields:
     {a: [x, y]}``, gets its own network of those inputs in any case).  PirateNet uses
@@ -726,6 +727,9 @@ class ModelSpec(OneOf):
     rwf: RWFArgs | Literal[False] | None = None
     periodic: Annotated[dict[Name, Positive | None], BeforeValidator(_periods)] | None = None
     harmonics: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=64)] = 1
+    trainable_periods: Names = []
+    """Coordinates in ``periodic`` whose period is learnt from the one given (JAX-PI's
+    trainable time period: ``periodic: {t: 1.0}, trainable_periods: [t]``)."""
     normalize: Bool = True
     per_field: Bool = False
     """One network of this kind per field, each with the width and depth given (PINNacle's
@@ -957,6 +961,11 @@ class TrainingSpec(Strict):
     # most this many points per device in one pass (gradient accumulation; null: all)
     devices: Annotated[Literal["all"] | int | None, BeforeValidator(_devices)] = None
     micro_batch: Count | None = None
+    windows: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 1
+    """Time marching: an evolution problem trained in this many equal time windows, one
+    after another, each by the stages above, each starting from the previous one's values
+    at its start (a soft initial condition; ``pinn.marching``). 1: the whole interval at
+    once."""
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from pinn.evaluate.errors import (
     field_errors,
     predict_in_chunks,
     score,
+    in_time_window,
     score_at_points,
     score_over_params,
     up_to_constant,
@@ -30,4 +31,4 @@ from pinn.evaluate.truth import Truth, exact_values, has_truth, truth
 __all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
            "Truth", "truth", "exact_values", "has_truth", "Score", "score", "field_errors",
            "up_to_constant", "predict_in_chunks", "param_grid", "default_params", "with_params",
-           "score_over_params", "score_at_points"]
+           "score_over_params", "score_at_points", "in_time_window"]

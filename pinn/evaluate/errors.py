@@ -166,6 +166,18 @@ def score_over_params(problem, predict: Callable, n: int = 9, resolution=None,
     return rows
 
 
+def in_time_window(problem, points) -> np.ndarray:
+    """``[N]`` bool: the points whose time lies in the problem's time interval (all of
+    them for a steady problem)."""
+    points = np.asarray(points)
+    if not problem.is_evolution:
+        return np.ones(len(points), bool)
+    t = points[:, problem.time_index]
+    t0, t1 = problem.time.t0, problem.time.t1
+    tol = 1e-9 * max(1.0, abs(t0), abs(t1))
+    return (t >= t0 - tol) & (t <= t1 + tol)
+
+
 def score_at_points(problem, predict: Callable) -> dict | None:
     """The errors at the reference's own points (a reference with ``points`` and
     ``values``, such as :class:`~pinn.reference.FileReference`), with nothing
@@ -180,6 +192,12 @@ def score_at_points(problem, predict: Callable) -> dict | None:
     points = np.asarray(points, dtype=np.float64)
     if points.ndim != 2 or points.shape[1] != len(problem.inputs):
         return None
+    keep = in_time_window(problem, points)
+    if not keep.all():  # a time window of the problem (pinn.marching): its points only
+        if not keep.any():
+            return None
+        points = points[keep]
+        values = {k: np.asarray(v)[keep] for k, v in values.items()}
     errs = field_errors(predict_in_chunks(predict, points), values, up_to_constant(problem))
     return {"rel_l2_ref_points": errs["rel_l2"],
             "max_abs_error_ref_points": errs["max_abs_error"], "ref_points": len(points)}

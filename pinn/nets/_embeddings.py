@@ -1,7 +1,8 @@
 """Input embeddings: normalisation, exact periodic features and Fourier features.
 
-All three are fixed maps (their arrays are :class:`Buffer`, never trained).
-:class:`Embedding` chains them: non-periodic coordinates are normalised to
+All three are fixed maps (their arrays are :class:`Buffer`, never trained), except the
+periods of periodic inputs marked trainable (a :class:`nnx.Param` scale on their
+frequency, as JAX-PI's trainable time period). :class:`Embedding` chains them: non-periodic coordinates are normalised to
 ``[-1, 1]``, periodic coordinates become ``cos``/``sin`` harmonics, and the
 result optionally passes through random Fourier features.
 """
@@ -85,17 +86,41 @@ class PeriodicEmbedding(nnx.Module):
     features is exactly ``P``-periodic in ``x_i``. The phase ``x_i/P`` is reduced
     to ``[-1/2, 1/2]`` before scaling, which keeps high harmonics accurate.
     Takes the periodic columns ``x[..., i]`` in index order, returns ``[..., 2·K·p]``.
+
+    ``trainable[j]``: the period of column ``j`` is learnt: its frequency ``1/P`` is the
+    given one times a trained factor ``frequency_scale`` (starting at 1), so the network
+    stays exactly periodic with whatever period training finds (JAX-PI's trainable time
+    period, Wang et al. 2023, for solutions periodic in time of unknown period).
     """
 
-    def __init__(self, periods: Sequence[float], harmonics: int = 1, *, dtype=None):
+    def __init__(self, periods: Sequence[float], harmonics: int = 1, *,
+                 trainable: Sequence[bool] = (), dtype=None):
         check_positive_int("harmonics", harmonics)
         dtype = default_dtype(dtype)
         self.d_in = len(periods)
         self.harmonics = harmonics
         self.inv_period = Buffer(jnp.asarray(1.0 / np.asarray(periods, np.float64), dtype))
+        mask = np.zeros(len(periods), bool)
+        mask[: len(trainable)] = np.asarray(trainable, bool)[: len(periods)]
+        self.trainable = tuple(int(j) for j in np.flatnonzero(mask))
+        self.frequency_scale = (nnx.Param(jnp.ones(len(self.trainable), dtype))
+                                if self.trainable else None)
+
+    def periods(self) -> jax.Array:
+        """The periods in use (the trained ones included), in column order."""
+        return 1.0 / self._inv_period()
+
+    def _inv_period(self) -> jax.Array:
+        inv = self.inv_period[...]
+        if self.frequency_scale is not None:
+            scale = self.frequency_scale[...]
+            parts = [scale[self.trainable.index(j)] if j in self.trainable
+                     else jnp.ones((), inv.dtype) for j in range(self.d_in)]
+            inv = inv * jnp.stack(parts)
+        return inv
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        phase = x * self.inv_period[...]
+        phase = x * self._inv_period()
         phase = phase - jnp.round(phase)
         k = jnp.arange(1, self.harmonics + 1, dtype=phase.dtype)
         angle = (2 * jnp.pi) * (phase[..., :, None] * k)  # [..., p, K]
@@ -130,7 +155,8 @@ class Embedding(nnx.Module):
     """The input map shared by all networks: ``x[..., d_in] -> features[..., d_out]``.
 
     1. inputs not in ``periodic`` are normalised with ``bounds`` (when given);
-    2. inputs in ``periodic`` (``{index: period}``) become exact periodic features;
+    2. inputs in ``periodic`` (``{index: period}``) become exact periodic features
+       (those in ``trainable_periods`` with a learnt period);
     3. the concatenation ``[normalised, periodic]`` goes through Fourier features
        when ``fourier=(scale, features)`` is given.
     """
@@ -142,12 +168,17 @@ class Embedding(nnx.Module):
         bounds=None,
         periodic: Mapping[int, float] | None = None,
         harmonics: int = 1,
+        trainable_periods: Sequence[int] = (),
         fourier: tuple[float, int] | None = None,
         dtype=None,
         rngs: nnx.Rngs,
     ):
         check_positive_int("d_in", d_in)
         periods = _periods(periodic, d_in)
+        unknown = sorted(set(trainable_periods) - set(periods))
+        if unknown:
+            raise ValueError(f"trainable periods of inputs {unknown} need those inputs in "
+                             f"periodic= (periodic inputs: {sorted(periods)})")
         self.d_in = d_in
         self.periodic_index = tuple(periods)
         self.plain_index = tuple(i for i in range(d_in) if i not in periods)
@@ -159,7 +190,9 @@ class Embedding(nnx.Module):
                 normalization = Normalization(lo[idx], hi[idx], dtype=dtype)
         self.normalization = nnx.data(normalization)
         self.periodic = nnx.data(
-            PeriodicEmbedding(tuple(periods.values()), harmonics, dtype=dtype) if periods else None
+            PeriodicEmbedding(tuple(periods.values()), harmonics, dtype=dtype,
+                              trainable=[i in trainable_periods for i in periods])
+            if periods else None
         )
         d = len(self.plain_index) + 2 * harmonics * len(periods)
         fourier_features = None

@@ -8,7 +8,7 @@ random weight factorisation in every dense layer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +27,8 @@ class _Network(nnx.Module):
     """Shared constructor part: dimensions, activation and the embedding."""
 
     def _setup(
-        self, d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs
+        self, d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs,
+        trainable_periods=(),
     ) -> int:
         check_positive_int("d_out", d_out)
         self.d_in = d_in
@@ -38,6 +39,7 @@ class _Network(nnx.Module):
             bounds=bounds,
             periodic=periodic,
             harmonics=harmonics,
+            trainable_periods=trainable_periods,
             fourier=fourier,
             dtype=dtype,
             rngs=rngs,
@@ -65,6 +67,7 @@ class MLPModule(_Network):
         bounds=None,
         periodic: Mapping[int, float] | None = None,
         harmonics: int = 1,
+        trainable_periods: Sequence[int] = (),
         fourier: tuple[float, int] | None = None,
         rwf: tuple[float, float] | None = None,
         dtype=None,
@@ -72,7 +75,8 @@ class MLPModule(_Network):
     ):
         check_positive_int("width", width)
         check_positive_int("depth", depth, minimum=0)
-        d = self._setup(d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs)
+        d = self._setup(d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs,
+                        trainable_periods)
         layers = []
         for _ in range(depth):
             layers.append(Dense(d, width, rwf=rwf, dtype=dtype, rngs=rngs))
@@ -106,6 +110,7 @@ class ModifiedMLPModule(_Network):
         bounds=None,
         periodic: Mapping[int, float] | None = None,
         harmonics: int = 1,
+        trainable_periods: Sequence[int] = (),
         fourier: tuple[float, int] | None = None,
         rwf: tuple[float, float] | None = None,
         dtype=None,
@@ -113,7 +118,8 @@ class ModifiedMLPModule(_Network):
     ):
         check_positive_int("width", width)
         check_positive_int("depth", depth)
-        d = self._setup(d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs)
+        d = self._setup(d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs,
+                        trainable_periods)
         self.encoder_u = Dense(d, width, rwf=rwf, dtype=dtype, rngs=rngs)
         self.encoder_v = Dense(d, width, rwf=rwf, dtype=dtype, rngs=rngs)
         layers = []
@@ -176,6 +182,7 @@ class PirateNetModule(_Network):
         bounds=None,
         periodic: Mapping[int, float] | None = None,
         harmonics: int = 1,
+        trainable_periods: Sequence[int] = (),
         fourier: tuple[float, int] | None = None,
         rwf: tuple[float, float] | None = None,
         dtype=None,
@@ -183,7 +190,8 @@ class PirateNetModule(_Network):
     ):
         check_positive_int("width", width)
         check_positive_int("blocks", blocks)
-        d = self._setup(d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs)
+        d = self._setup(d_in, d_out, activation, bounds, periodic, harmonics, fourier, dtype, rngs,
+                        trainable_periods)
         self.encoder_u = Dense(d, width, rwf=rwf, dtype=dtype, rngs=rngs)
         self.encoder_v = Dense(d, width, rwf=rwf, dtype=dtype, rngs=rngs)
         self.blocks = nnx.List(

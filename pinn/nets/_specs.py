@@ -75,31 +75,48 @@ class Periodic:
     to ``build(periodic=...)`` (usually from the problem's hard periodic
     conditions) are added to these and win on the same index. (Not to be confused
     with the periodic *condition* :class:`pinn.conditions.Periodic`.)
+
+    ``trainable``: input indices whose period is learnt, starting from the one given
+    (JAX-PI's trainable time period: a solution periodic in time with a period nobody
+    knows, e.g. transport on a periodic domain). The network stays exactly periodic in
+    that input, with the period training finds (``frequency_scale`` in its parameters).
     """
 
     periods: tuple[tuple[int, float], ...] = ()
     harmonics: int = 1
+    trainable: tuple[int, ...] = ()
 
-    def __init__(self, periods: Mapping[int, float] | None = None, harmonics: int = 1):
+    def __init__(self, periods: Mapping[int, float] | None = None, harmonics: int = 1,
+                 trainable: Sequence[int] = ()):
         items = dict(periods or {})
         for i, p in items.items():
             if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 0:
                 raise ValueError(f"Periodic(periods=...) keys are input indices >= 0, got {i!r}")
             if not (math.isfinite(float(p)) and float(p) > 0):
                 raise ValueError(f"the period of input {i} must be positive, got {p!r}")
+        for i in trainable:
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i not in items:
+                raise ValueError(
+                    f"Periodic(trainable=...) lists inputs whose period is given in periods= "
+                    f"(given: {sorted(items)}), got {i!r}")
         object.__setattr__(
             self, "periods", tuple(sorted((int(i), float(p)) for i, p in items.items()))
         )
         object.__setattr__(
             self, "harmonics", check_positive_int("Periodic(harmonics=...)", harmonics)
         )
+        object.__setattr__(self, "trainable", tuple(sorted({int(i) for i in trainable})))
 
     def to_data(self) -> dict:
-        return {"periods": [list(p) for p in self.periods], "harmonics": self.harmonics}
+        data = {"periods": [list(p) for p in self.periods], "harmonics": self.harmonics}
+        if self.trainable:
+            data["trainable"] = list(self.trainable)
+        return data
 
     @classmethod
     def from_data(cls, arguments: Mapping) -> Periodic:
-        return cls(dict(arguments.get("periods") or ()), arguments.get("harmonics", 1))
+        return cls(dict(arguments.get("periods") or ()), arguments.get("harmonics", 1),
+                   arguments.get("trainable") or ())
 
 
 def _check_activation(activation: Activation) -> None:
@@ -137,6 +154,8 @@ class ModelSpec:
             bounds=bounds if self.normalize else None,
             periodic=periodic,
             harmonics=self.periodic.harmonics if self.periodic is not None else 1,
+            trainable_periods=[i for i in (self.periodic.trainable if self.periodic else ())
+                               if i in (periodic or {})],
             fourier=(self.fourier.scale, self.fourier.features) if self.fourier else None,
             rwf=(self.rwf.mean, self.rwf.std) if self.rwf else None,
             dtype=dtype,
@@ -175,7 +194,12 @@ class ModelSpec:
                 f"build(key=...) needs a JAX PRNG key such as jax.random.key(0), got {key!r}"
             )
         periods = dict(self.periodic.periods) if self.periodic is not None else {}
-        periods.update(_periods(periodic, d_in))
+        fixed = _periods(periodic, d_in)
+        clash = sorted(set(fixed) & set(self.periodic.trainable if self.periodic else ()))
+        if clash:
+            raise ValueError(f"inputs {clash} have a hard periodic condition, whose period is "
+                             "exact: their period cannot be trainable as well")
+        periods.update(fixed)
         periods = _periods(periods, d_in)
         every = tuple(range(d_in))
         if inputs is None:
@@ -202,6 +226,8 @@ class ModelSpec:
             sub_periods = {cols.index(i): p for i, p in periods.items() if i in cols}
             kw = self._common(len(cols), len(outs), jax.random.fold_in(key, g), sub_bounds,
                               sub_periods, dtype)
+            kw["trainable_periods"] = [cols.index(i) for i in (
+                self.periodic.trainable if self.periodic else ()) if i in cols]
             nets.append(self._network(len(cols), len(outs), kw))
         return FieldNetworksModule(d_in, d_out, nets, [c for c, _ in groups],
                                    [o for _, o in groups])

@@ -1,0 +1,135 @@
+"""Time marching (pinn.marching): window problems, the previous window as initial values,
+the piecewise network, and a marched heat equation against its closed form."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pinn
+from pinn import conditions as C
+from pinn import marching as M
+from pinn.dsl import expr as E
+
+x, t = pinn.coords("x t")
+u = pinn.field("u")
+
+
+def heat(hard=False, data=False):
+    # u_t = 0.1 u_xx, u(0) = u(1) = 0, u = exp(-0.1 pi^2 t) sin(pi x)
+    exact = pinn.exp(-0.1 * pinn.pi**2 * t) * pinn.sin(pinn.pi * x)
+    conds = {"walls": pinn.Dirichlet(u, 0, on="boundary", hard=True),
+             "start": pinn.Initial(u, pinn.sin(pinn.pi * x), weight=10.0, hard=hard)}
+    if data:
+        pts = np.c_[np.linspace(0.1, 0.9, 9), np.linspace(0.0, 1.0, 9)]
+        vals = np.exp(-0.1 * np.pi**2 * pts[:, 1]) * np.sin(np.pi * pts[:, 0])
+        conds["obs"] = pinn.Data(pts, {u: vals})
+    return pinn.Problem(domain=pinn.Interval(0, 1) * pinn.TimeInterval(0, 1), coords=(x, t),
+                        equations={"heat": pinn.D(u, t) - 0.1 * pinn.D(u, x, 2)},
+                        conditions=conds, exact={u: exact}, name="heat1d")
+
+
+def test_window_problems_cut_time_and_data():
+    p = heat(data=True)
+    edges = M.window_edges(p, 4)
+    np.testing.assert_allclose(edges, [0, 0.25, 0.5, 0.75, 1])
+    first = M.window_problem(p, 0, edges)
+    assert (first.time.t0, first.time.t1) == (0.0, 0.25)
+    assert first.conditions["start"] is p.conditions["start"]
+    last = M.window_problem(p, 3, edges)
+    obs = last.conditions["obs"].points
+    assert np.all(obs[:, 1] >= 0.75) and len(obs) == 3  # t = 0.75, 0.875, 1 (the end kept)
+    middle = M.window_problem(p, 1, edges)
+    assert np.all((middle.conditions["obs"].points[:, 1] >= 0.25)
+                  & (middle.conditions["obs"].points[:, 1] < 0.5))
+    assert not middle.conditions["start"].hard
+
+
+def test_previous_window_gives_values_rates_and_derivatives():
+    # a "network" with a closed form: u = sin(2x) (1 + t^2), so the start values at t = 0.5
+    # are 1.25 sin(2x), their x-derivative 2.5 cos(2x), the rate sin(2x)
+    def apply(params, pts):
+        return (jnp.sin(params["k"] * pts[:, :1]) * (1 + pts[:, 1:2] ** 2))
+
+    params = {"k": jnp.asarray(2.0)}
+    xs = jnp.linspace(0, 1, 7)
+    value = M.WindowStart(apply, params, 0, 0.5, 1)
+    np.testing.assert_allclose(value([xs]), 1.25 * np.sin(2 * xs), rtol=1e-6)
+    np.testing.assert_allclose(value([xs], (1,)), 2.5 * np.cos(2 * xs), rtol=1e-5)
+    np.testing.assert_allclose(value([np.asarray(xs)], (2,), xp=np), -5 * np.sin(2 * xs),
+                               rtol=1e-5, atol=1e-6)
+    rate = M.WindowStart(apply, params, 0, 0.5, 1, rate=True)
+    np.testing.assert_allclose(rate([xs]), np.sin(2 * xs), rtol=1e-6)
+    # in a window's problem: the initial values are this table, soft, with the weight kept
+    p = heat()
+    start = M.window_problem(p, 1, M.window_edges(p, 2), previous=(apply, params))
+    c = start.conditions["start"]
+    assert isinstance(c, C.Initial) and not c.hard and c.weight == 10.0
+    (f, v), = c.values
+    assert f == u and isinstance(v, E.Tabulated) and v.table.t == 0.5
+
+
+def test_piecewise_apply_selects_by_time():
+    applies = [lambda p, z: jnp.full((z.shape[0], 1), p) for _ in range(3)]
+    fn = M.piecewise_apply(applies, [0.0, 1.0, 2.0, 3.0], time_index=1)
+    pts = jnp.asarray([[0.0, -1.0], [0.0, 0.5], [0.0, 1.0], [0.0, 2.5], [0.0, 4.0]])
+    out = fn({"w0": 10.0, "w1": 11.0, "w2": 12.0}, pts)[:, 0]
+    np.testing.assert_array_equal(out, [10, 10, 11, 12, 12])
+    # derivatives inside a window are the window's own
+    g = jax.grad(lambda p: fn(p, pts).sum())({"w0": 1.0, "w1": 1.0, "w2": 1.0})
+    assert (g["w0"], g["w1"], g["w2"]) == (2.0, 1.0, 2.0)
+
+
+def test_windows_refused_where_they_cannot_work():
+    steady = pinn.Problem(domain=pinn.Interval(0, 1), coords=(x,),
+                          equations={"p": pinn.D(u, x, 2) + 1},
+                          conditions={"ends": pinn.Dirichlet(u, 0, on="boundary")})
+    with pytest.raises(ValueError, match="steady"):
+        M.check_windows(steady, 2)
+    M.check_windows(steady, 1)
+    with pytest.raises(ValueError, match="integer >= 1"):
+        pinn.Training(windows=0)
+
+
+@pytest.fixture(scope="module")
+def marched(tmp_path_factory):
+    out = tmp_path_factory.mktemp("marched")
+    training = pinn.Training(
+        stages=[pinn.Stage(pinn.Adam(lr=1e-2), 600), pinn.Stage(pinn.SSBroyden(), 150)],
+        points=pinn.Points(interior=256, boundary=32, initial=64, resample_every=0),
+        chunk=300, windows=2)
+    sol = pinn.solve(heat(hard=True), pinn.MLP(width=16, depth=2), training,
+                     precision=64, progress=False, out_dir=out)
+    return sol, out
+
+
+def test_marched_heat_meets_its_closed_form(marched):
+    sol, _ = marched
+    assert sol.windows == (0.0, 0.5, 1.0)
+    assert sol.metrics["windows"] == 2 and len(sol.metrics["window_metrics"]) == 2
+    assert sol.metrics["steps"] == 2 * 750
+    # each window alone and the whole interval: seeded, measured ~1e-4 to 1e-3
+    assert sol.metrics["rel_l2"]["u"] < 5e-3, sol.metrics["rel_l2"]
+    # continuity at the seam: the soft start of window 2 fits window 1's end
+    xs = np.linspace(0.05, 0.95, 19)
+    below = sol(np.c_[xs, np.full(19, 0.5 - 1e-9)])[:, 0]
+    above = sol(np.c_[xs, np.full(19, 0.5)])[:, 0]
+    assert np.max(np.abs(below - above)) < 5e-3
+    # the residual of the PDE through the piecewise network, in each window
+    res = sol.evaluate(np.c_[xs, np.full(19, 0.8)], {"r": "u_t - 0.1*u_xx"})["r"]
+    assert np.max(np.abs(res)) < 5e-2
+
+
+def test_marched_solution_saves_loads_and_resumes(marched):
+    sol, out = marched
+    back = pinn.Solution.load(out)
+    pts = np.c_[np.linspace(0, 1, 11), np.linspace(0, 1, 11)]
+    np.testing.assert_array_equal(back(pts), sol(pts))
+    assert back.windows == sol.windows
+    assert (out / "windows" / "w0" / "params.npz").is_file()
+    assert (out / "windows" / "w1" / "params.npz").is_file()
+    # resume: both windows are finished, nothing is trained again, the same solution
+    training = sol.training
+    again = pinn.solve(heat(hard=True), pinn.MLP(width=16, depth=2), training,
+                       precision=64, progress=False, out_dir=out, resume=True)
+    np.testing.assert_array_equal(again(pts), sol(pts))
