@@ -141,20 +141,24 @@ def window_problem(problem, k: int, edges: Sequence[float], previous=None):
                 conds[name] = C.Initial(dict(c.values), rate=dict(c.rates) or None,
                                         weight=c.weight, hard=False)
                 continue
-            apply, params = previous
-
-            def start(f, rate=False, _a=a):
-                table = WindowStart(apply, params, fidx[f], _a, len(spatial), rate=rate)
-                label = f"{f.name}_t" if rate else f.name
-                return E.Tabulated(f"{label}(t={_a:g})", table, spatial)
-
-            rates = {f: start(f, rate=True) for f, _ in c.rates}
-            conds[name] = C.Initial({f: start(f) for f, _ in c.values}, rate=rates or None,
-                                    weight=c.weight, hard=False)
+            rates = {f: _start(previous, fidx[f], f, a, spatial, rate=True)
+                     for f, _ in c.rates}
+            conds[name] = C.Initial({f: _start(previous, fidx[f], f, a, spatial)
+                                     for f, _ in c.values},
+                                    rate=rates or None, weight=c.weight, hard=False)
             continue
         conds[name] = c
     return replace(problem, domain=SpaceTime(problem.space, TimeInterval(a, b)),
                    conditions=conds)
+
+
+def _start(previous, index: int, f, t: float, spatial, *, rate: bool = False) -> E.Expr:
+    """The previous window's ``f`` (or its rate) at time ``t``, as an expression of the
+    spatial coordinates."""
+    apply, params = previous
+    table = WindowStart(apply, params, index, t, len(spatial), rate=rate)
+    label = f"{f.name}_t" if rate else f.name
+    return E.Tabulated(f"{label}(t={t:g})", table, spatial)
 
 
 def piecewise_apply(applies: Sequence, edges: Sequence[float], time_index: int):

@@ -10,9 +10,9 @@ removing their mean (:func:`up_to_constant`).
 from pinn.evaluate.errors import (
     Score,
     field_errors,
+    in_time_window,
     predict_in_chunks,
     score,
-    in_time_window,
     score_at_points,
     score_over_params,
     up_to_constant,

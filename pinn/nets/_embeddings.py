@@ -2,9 +2,10 @@
 
 All three are fixed maps (their arrays are :class:`Buffer`, never trained), except the
 periods of periodic inputs marked trainable (a :class:`nnx.Param` scale on their
-frequency, as JAX-PI's trainable time period). :class:`Embedding` chains them: non-periodic coordinates are normalised to
-``[-1, 1]``, periodic coordinates become ``cos``/``sin`` harmonics, and the
-result optionally passes through random Fourier features.
+frequency, as JAX-PI's trainable time period). :class:`Embedding` chains them:
+non-periodic coordinates are normalised to ``[-1, 1]``, periodic coordinates become
+``cos``/``sin`` harmonics, and the result optionally passes through random Fourier
+features.
 """
 
 from __future__ import annotations
