@@ -123,10 +123,12 @@ def overrides_for(entry: Entry, mode: str, spec) -> list[str]:
     if mode == "full":
         return []
     n_stages = len(spec.training.stages)
+    # time marching: the quick and smoke runs train two windows
+    windows = ["training.windows=2"] if spec.training.windows > 2 else []
     if mode == "quick":
         out = [f"training.stages.0.steps={entry.quick_steps}"]
         out += [f"training.stages.{i}.steps=0" for i in range(1, n_stages)]
-        out += ["training.eval_every=100"]
+        out += ["training.eval_every=100"] + windows
         return out + list(entry.quick)
     # smoke: a tiny network, a few steps, few points
     out = ["training.stages.0.steps=20", "training.eval_every=10", "training.chunk=10",
@@ -136,7 +138,7 @@ def overrides_for(entry: Entry, mode: str, spec) -> list[str]:
     kind = spec.model.kind
     out += [f"model.{kind}.width=8"]
     out += [f"model.{kind}.blocks=1" if kind == "pirate" else f"model.{kind}.depth=1"]
-    return out
+    return out + windows
 
 
 #: ``--max-level-seconds``: a cap on one FEM solve of a study (None: the rule below)
@@ -183,6 +185,8 @@ def run_entry(entry: Entry, mode: str) -> dict:
         out["stages"] = [f"{type(s.optimizer).__name__} x {s.steps}" for s in training.stages]
         out["points"] = {k: getattr(training.points, k)
                          for k in ("interior", "boundary", "initial")}
+        if training.windows > 1:
+            out["windows"] = training.windows
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -450,7 +454,9 @@ def report(data: dict, command: str) -> str:
                      + (f", load average {load[0]:.1f} at its start" if load else "")
                      + (f", by `{r['command']}`" if r.get("command") else "")
                      + f"): {r.get('model')}; "
-                     f"stages {', '.join(r.get('stages', []))}; points {r.get('points')}"
+                     f"stages {', '.join(r.get('stages', []))}"
+                     + (f" in each of {r['windows']} time windows" if r.get("windows") else "")
+                     + f"; points {r.get('points')}"
                      + (f"; overrides `{' '.join(r['overrides'])}`" if r.get("overrides")
                         else ""))
     lines.append("")

@@ -111,6 +111,8 @@ def smoke_overrides(spec) -> list[str]:
            "training.points.resample_every=0"]
     if spec.training.points.rad is not None:
         out += ["training.points.rad.pool=1024"]
+    if spec.training.windows > 1:  # time marching: two windows show it
+        out += ["training.windows=2"]
     kind = spec.model.kind
     out += [f"model.{kind}.width=8",
             f"model.{kind}.blocks=1" if kind == "pirate" else f"model.{kind}.depth=1"]
@@ -153,25 +155,38 @@ def uses_default_recipe(spec) -> bool:
 
 class Budget:
     """End each stage when its share of ``seconds`` is spent, and the run at ``seconds``
-    (wall time since training started, compilation included)."""
+    (wall time since training started, compilation included). A run in ``windows`` time
+    windows (``training.windows``) gives each window an equal share, ``seconds /
+    windows``, on one clock: window ``k`` ends at ``(k + 1) seconds / windows`` from the
+    start, its stages at even shares of that."""
 
     every = None
 
-    def __init__(self, seconds: float, n_stages: int) -> None:
+    def __init__(self, seconds: float, n_stages: int, windows: int = 1) -> None:
         self.seconds, self.n = float(seconds), max(1, n_stages)
+        self.windows = max(1, int(windows))
         self.stopped_by: str | None = None
+        self._start: float | None = None
+        self._window = -1
 
     def init(self, info) -> None:
         self.info = info
+        self._window += 1
+        if self._start is None:
+            self._start = time.perf_counter()
 
     def on_chunk(self, event) -> None:
         if event.kind != "chunk":
             return
-        t = event.info.elapsed()
-        if t >= self.seconds:
-            self.stopped_by = f"budget of {self.seconds:.0f} s spent at step {event.step}"
+        share = self.seconds / self.windows
+        w = min(self._window, self.windows - 1)
+        t = time.perf_counter() - self._start - w * share  # into this window's share
+        if t >= share:
+            self.stopped_by = (f"budget of {self.seconds:.0f} s spent at step {event.step}"
+                               + (f" of window {w + 1}/{self.windows}"
+                                  if self.windows > 1 else ""))
             event.stop()
-        elif t >= self.seconds * (event.stage + 1) / self.n and event.stage < self.n - 1:
+        elif t >= share * (event.stage + 1) / self.n and event.stage < self.n - 1:
             event.end_stage("budget", f"stage {event.stage + 1}'s share of the budget spent "
                             f"at step {event.step}")
 
@@ -241,7 +256,10 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
                                         if recipe == "default" else [])
         out["recipe"] = " + ".join(f"{st.kind} {st.steps}" for st in full.training.stages) + (
             f", {full.model.kind} {_size(full.model)}")
-        budget_obs = Budget(budget if mode != "smoke" else math.inf, len(training.stages))
+        budget_obs = Budget(budget if mode != "smoke" else math.inf, len(training.stages),
+                            training.windows)
+        if training.windows > 1:
+            out["windows"] = training.windows
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
