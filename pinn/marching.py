@@ -35,7 +35,7 @@ from pinn import conditions as C
 from pinn.dsl import expr as E
 
 __all__ = ["window_edges", "window_problem", "piecewise_apply", "check_windows",
-           "WindowStart"]
+           "WindowStart", "window_key", "train_windows"]
 
 
 def check_windows(problem, windows: int) -> None:
@@ -172,9 +172,9 @@ def piecewise_apply(applies: Sequence, edges: Sequence[float], time_index: int):
 
     def apply(net, x):
         t = x[:, time_index:time_index + 1]
-        y = applies[0](net["w0"], x)
+        y = applies[0](net[window_key(0)], x)
         for k, edge in enumerate(inner, start=1):
-            y = jnp.where(t >= edge, applies[k](net[f"w{k}"], x), y)
+            y = jnp.where(t >= edge, applies[k](net[window_key(k)], x), y)
         return y
 
     return apply
@@ -210,19 +210,37 @@ def _say(run, text: str) -> None:
     print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {text}", file=stream, flush=True)
 
 
+#: a finished window's metrics kept beside its parameters (for a resumed run's totals)
+WINDOW_METRICS = "window.json"
+_KEPT = ("steps", "steps_done", "train_seconds", "compile_seconds", "rel_l2", "loss")
+
+
+def _read_metrics(wdir) -> dict:
+    import json
+
+    try:
+        data = json.loads((wdir / WINDOW_METRICS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def train_windows(run, **loop_overrides):
     """Train ``run`` (a :class:`pinn.run.Run` whose training has ``windows > 1``) window by
     window; returns the piecewise :class:`~pinn.solution.Solution` of the whole problem
     (scored and, with ``run.out_dir``, saved as any run). Each finished window's parameters
     are kept in ``<out_dir>/windows/w<k>/params.npz`` and its checkpoints beside them, so
     that ``resume`` skips the finished windows and resumes the one that was cut."""
+    import json
     import time
     import warnings
 
     from pinn import serialize
-    from pinn.io import write_npz
+    from pinn.distributed import is_main
+    from pinn.io import clean_json, write_json, write_npz, write_text
     from pinn.run import finish, setup
     from pinn.solution import Solution
+    from pinn.train.history import read_history
 
     problem, training = run.problem, run.training
     windows = training.windows
@@ -249,11 +267,10 @@ def train_windows(run, **loop_overrides):
         done = wdir is not None and run.resume and (wdir / serialize.PARAMS_FILE).is_file()
         _say(run, f"window {k + 1}/{windows}: t in [{a:.6g}, {b:.6g}]"
              + (" (finished before: loaded)" if done else ""))
-        if done:
-            net = serialize.restore_params(
-                {kk: v for kk, v in serialize._read_npz(wdir / serialize.PARAMS_FILE).items()},
-                {"net": wrun.params["net"]}, where=str(wdir / serialize.PARAMS_FILE))["net"]
-            rows, metrics = [], {}
+        if done:  # finished before the run was cut: its parameters, history and metrics
+            net = serialize.load_params(wdir, {"net": wrun.params["net"], "pde": {}})["net"]
+            rows = read_history(wdir / serialize.HISTORY_FILE)
+            metrics = _read_metrics(wdir)
         else:
             extra = {}
             if wdir is not None:
@@ -263,8 +280,13 @@ def train_windows(run, **loop_overrides):
                                         category=RuntimeWarning)
                 sol_k = wrun.train(**{**extra, **loop_overrides})
             net, rows, metrics = sol_k.params["net"], sol_k.history, sol_k.metrics
-            if wdir is not None:
+            if wdir is not None and is_main():  # many processes: process 0 writes
                 wdir.mkdir(parents=True, exist_ok=True)
+                write_text(wdir / serialize.HISTORY_FILE,
+                           "".join(json.dumps(clean_json(r)) + "\n" for r in rows))
+                write_json(wdir / WINDOW_METRICS, {k: metrics[k] for k in _KEPT
+                                                   if k in metrics})
+                # last: a window counts as finished once its parameters are written
                 write_npz(wdir / serialize.PARAMS_FILE,
                           **serialize.flat_params(jax.device_get({"net": net})))
         for key in totals:
@@ -281,6 +303,7 @@ def train_windows(run, **loop_overrides):
     sol = Solution(problem, run.model, {"net": nets, "pde": {}}, seed=training.seed,
                    precision=run.precision, history=history, training=training,
                    resolution=run.resolution, windows=tuple(float(e) for e in edges))
+    totals["steps"] = training.steps * windows
     sol.metrics = {
         "problem": problem.name, "method": "PINN", **totals,
         "wall_seconds": float(time.perf_counter() - t_start), "precision": run.precision,
@@ -289,6 +312,6 @@ def train_windows(run, **loop_overrides):
         "window_metrics": window_metrics, **run.metrics,
     }
     finish(sol, problem)
-    if run.out_dir is not None:
+    if run.out_dir is not None and is_main():
         sol.save(run.out_dir, snapshots=run.snapshots)
     return sol

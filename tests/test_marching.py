@@ -136,3 +136,7 @@ def test_marched_solution_saves_loads_and_resumes(marched):
     again = pinn.solve(heat(hard=True), pinn.MLP(width=16, depth=2), training,
                        precision=64, progress=False, out_dir=out, resume=True)
     np.testing.assert_array_equal(again(pts), sol(pts))
+    # the finished windows' history and metrics are read back with their parameters
+    assert again.metrics["steps_done"] == sol.metrics["steps_done"] == 800
+    assert len(again.history) == len(sol.history) > 0
+    assert again.metrics["rel_l2"] == pytest.approx(sol.metrics["rel_l2"])
