@@ -103,6 +103,7 @@ def test_sweep_cli_reports_bad_input(tmp_path, capsys):
     assert "nope" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 40 s; the same kill-and-resume sweep runs locally in the default suite
 def test_sweep_ray(tmp_path):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
