@@ -88,8 +88,6 @@ class WindowStart:
         return jax.grad(u)(t) if self.rate else u(t)
 
     def __call__(self, cols, deriv=None, xp=None):
-        if xp is np:
-            cols = [jnp.asarray(c) for c in cols]
         cols = jnp.broadcast_arrays(*[jnp.asarray(c) for c in cols])
         shape = cols[0].shape
         dtype = jnp.result_type(cols[0], float)
@@ -212,7 +210,7 @@ def _say(run, text: str) -> None:
 
 #: a finished window's metrics kept beside its parameters (for a resumed run's totals)
 WINDOW_METRICS = "window.json"
-_KEPT = ("steps", "steps_done", "train_seconds", "compile_seconds", "rel_l2", "loss")
+_KEPT = ("steps_done", "train_seconds", "compile_seconds", "rel_l2", "loss")
 
 
 def _read_metrics(wdir) -> dict:
@@ -251,7 +249,7 @@ def train_windows(run, **loop_overrides):
     t_start = time.perf_counter()
     nets, history, window_metrics = {}, [], []
     previous, step0 = None, 0
-    totals = {"steps": 0, "steps_done": 0, "train_seconds": 0.0, "compile_seconds": 0.0}
+    totals = {"steps_done": 0, "train_seconds": 0.0, "compile_seconds": 0.0}
     last = None
     for k in range(windows):
         a, b = edges[k], edges[k + 1]
@@ -303,9 +301,8 @@ def train_windows(run, **loop_overrides):
     sol = Solution(problem, run.model, {"net": nets, "pde": {}}, seed=training.seed,
                    precision=run.precision, history=history, training=training,
                    resolution=run.resolution, windows=tuple(float(e) for e in edges))
-    totals["steps"] = training.steps * windows
     sol.metrics = {
-        "problem": problem.name, "method": "PINN", **totals,
+        "problem": problem.name, "method": "PINN", "steps": training.steps * windows, **totals,
         "wall_seconds": float(time.perf_counter() - t_start), "precision": run.precision,
         "seed": training.seed, "n_params": int(sum(np.size(v) for v in jax.tree.leaves(nets))),
         "loss": dict((last or {}).get("loss", {})), "params": {}, "windows": windows,

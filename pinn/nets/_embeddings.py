@@ -88,22 +88,23 @@ class PeriodicEmbedding(nnx.Module):
     to ``[-1/2, 1/2]`` before scaling, which keeps high harmonics accurate.
     Takes the periodic columns ``x[..., i]`` in index order, returns ``[..., 2·K·p]``.
 
-    ``trainable[j]``: the period of column ``j`` is learnt: its frequency ``1/P`` is the
+    ``trainable``: the columns ``j`` whose period is learnt: its frequency ``1/P`` is the
     given one times a trained factor ``frequency_scale`` (starting at 1), so the network
     stays exactly periodic with whatever period training finds (JAX-PI's trainable time
     period, Wang et al. 2023, for solutions periodic in time of unknown period).
     """
 
     def __init__(self, periods: Sequence[float], harmonics: int = 1, *,
-                 trainable: Sequence[bool] = (), dtype=None):
+                 trainable: Sequence[int] = (), dtype=None):
         check_positive_int("harmonics", harmonics)
         dtype = default_dtype(dtype)
         self.d_in = len(periods)
         self.harmonics = harmonics
         self.inv_period = Buffer(jnp.asarray(1.0 / np.asarray(periods, np.float64), dtype))
-        mask = np.zeros(len(periods), bool)
-        mask[: len(trainable)] = np.asarray(trainable, bool)[: len(periods)]
-        self.trainable = tuple(int(j) for j in np.flatnonzero(mask))
+        self.trainable = tuple(sorted({int(j) for j in trainable}))
+        if any(not 0 <= j < self.d_in for j in self.trainable):
+            raise ValueError(f"trainable columns {list(self.trainable)} out of range for "
+                             f"{self.d_in} periodic inputs")
         self.frequency_scale = (nnx.Param(jnp.ones(len(self.trainable), dtype))
                                 if self.trainable else None)
 
@@ -192,7 +193,8 @@ class Embedding(nnx.Module):
         self.normalization = nnx.data(normalization)
         self.periodic = nnx.data(
             PeriodicEmbedding(tuple(periods.values()), harmonics, dtype=dtype,
-                              trainable=[i in trainable_periods for i in periods])
+                              trainable=[j for j, i in enumerate(periods)
+                                         if i in trainable_periods])
             if periods else None
         )
         d = len(self.plain_index) + 2 * harmonics * len(periods)

@@ -147,15 +147,18 @@ class ModelSpec:
     per_field: bool = False
     to_data = _spec_data
 
-    def _common(self, d_in, d_out, key, bounds, periodic, dtype) -> dict:
-        """The network's constructor arguments; ``periodic``: all periods, merged."""
+    def _common(self, d_in, d_out, key, bounds, periodic, dtype, columns=None) -> dict:
+        """The network's constructor arguments; ``periodic``: all periods, merged;
+        ``columns``: the problem's input index of each of this network's inputs (a field's
+        sub-network; None: all of them, in order)."""
+        columns = list(range(d_in)) if columns is None else list(columns)
+        trainable = self.periodic.trainable if self.periodic is not None else ()
         return dict(
             activation=self.activation,
             bounds=bounds if self.normalize else None,
             periodic=periodic,
             harmonics=self.periodic.harmonics if self.periodic is not None else 1,
-            trainable_periods=[i for i in (self.periodic.trainable if self.periodic else ())
-                               if i in (periodic or {})],
+            trainable_periods=[columns.index(i) for i in trainable if i in columns],
             fourier=(self.fourier.scale, self.fourier.features) if self.fourier else None,
             rwf=(self.rwf.mean, self.rwf.std) if self.rwf else None,
             dtype=dtype,
@@ -225,9 +228,7 @@ class ModelSpec:
                 sub_bounds = (lo[list(cols)], hi[list(cols)])
             sub_periods = {cols.index(i): p for i, p in periods.items() if i in cols}
             kw = self._common(len(cols), len(outs), jax.random.fold_in(key, g), sub_bounds,
-                              sub_periods, dtype)
-            kw["trainable_periods"] = [cols.index(i) for i in (
-                self.periodic.trainable if self.periodic else ()) if i in cols]
+                              sub_periods, dtype, columns=cols)
             nets.append(self._network(len(cols), len(outs), kw))
         return FieldNetworksModule(d_in, d_out, nets, [c for c, _ in groups],
                                    [o for _, o in groups])
