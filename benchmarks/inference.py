@@ -63,7 +63,7 @@ def _train(run_dir: Path, steps: int | None, smoke: bool) -> None:
 
     sets = []
     if smoke:
-        sets = ["training.stages.0.steps=20", "training.stages.1.steps=2",
+        sets = ["training.stages=[{adam: {lr: 5.0e-3}, steps: 20}, {ssbroyden: {}, steps: 2}]",
                 "training.points.interior=256", "training.points.boundary=64",
                 "training.points.initial=64", "evaluation.resolution=10"]
     elif steps is not None:

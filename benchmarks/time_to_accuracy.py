@@ -23,7 +23,9 @@ Errors are measured every
 loop's ``evaluate`` hook (history rows carry ``eval.rel_l2_u`` and ``time``),
 DeepXDE through a callback.  Clocks start when training starts and include
 compilation and the evaluations on both sides.  Each side runs in its own
-process, one after the other.
+process, one after the other.  ``pinn`` runs twice: with an empty persistent
+compilation cache (``pinn``, every program compiled) and again with the programs
+that run stored (``pinn-warm``, what a re-run of the same file costs).
 
 Writes ``benchmarks/TIME_TO_ACCURACY.md``, one figure per problem
 (``benchmarks/time_to_accuracy_<problem>.png``: error against wall time) and the
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,25 +50,35 @@ import _common as C  # noqa: E402
 
 THRESHOLDS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 PROBLEM_FILES = {"burgers": "burgers1d.yaml", "heat2d": "heat2d.yaml"}
-SIDES = ("pinn", "deepxde-pytorch", "deepxde-pytorch-f64")
-PEERS = SIDES[1:]
+SIDES = ("pinn", "pinn-warm", "deepxde-pytorch", "deepxde-pytorch-f64")
+OURS = SIDES[:2]
+PEERS = SIDES[2:]
 
 
-def overrides(mode: str) -> list[str]:
+def overrides(mode: str, n_stages: int = 2) -> list[str]:
+    """The settings of a mode for a file of ``n_stages`` stages: full, the file's own;
+    quick, the first stage 1000 steps and each later one 100; smoke, the first 20 steps
+    and no later stage, on a tiny network."""
     if mode == "full":
         return ["training.eval_every=100", "training.chunk=100"]
     if mode == "quick":
-        return ["training.stages.0.steps=1000", "training.stages.1.steps=100",
+        return ["training.stages.0.steps=1000",
+                *(f"training.stages.{i}.steps=100" for i in range(1, n_stages)),
                 "training.eval_every=50", "training.chunk=50"]
-    return ["training.stages.0.steps=20", "training.stages.1.steps=0", "training.eval_every=10",
-            "training.chunk=10", "training.points.interior=64", "training.points.boundary=16",
-            "training.points.initial=16", "model.mlp.width=8", "model.mlp.depth=1"]
+    return ["training.stages.0.steps=20",
+            *(f"training.stages.{i}.steps=0" for i in range(1, n_stages)),
+            "training.eval_every=10", "training.chunk=10", "training.points.interior=64",
+            "training.points.boundary=16", "training.points.initial=16", "model.mlp.width=8",
+            "model.mlp.depth=1"]
 
 
 def load(problem: str, mode: str):
     import pinn.config
+    from pinn.config import load_spec
 
-    return pinn.config.load(str(C.ROOT / "problems" / PROBLEM_FILES[problem]), overrides(mode))
+    path = str(C.ROOT / "problems" / PROBLEM_FILES[problem])
+    n_stages = len(load_spec(path)[0].training.stages)
+    return pinn.config.load(path, overrides(mode, n_stages))
 
 
 def hard_conditions(problem) -> bool:
@@ -193,13 +206,13 @@ def run_deepxde(problem: str, mode: str, budget: float | None = None,
     return out
 
 
-def ratio_to_peer(sides: dict, peer: str = "deepxde-pytorch") -> dict | None:
+def ratio_to_peer(sides: dict, peer: str = "deepxde-pytorch", ours: str = "pinn") -> dict | None:
     """DeepXDE's time to its own best error over ``pinn``'s time to that error.
 
     ``None`` when a side is missing or failed; ``ratio`` is ``None`` (with
     ``pinn_time`` ``None``) when ``pinn`` never reached DeepXDE's best error.
     """
-    ours, peer = sides.get("pinn"), sides.get(peer)
+    ours, peer = sides.get(ours), sides.get(peer)
     if not ours or not peer or "error" in ours or "error" in peer:
         return None
     curve = [p for p in peer.get("curve") or [] if p["rel_l2"] is not None]
@@ -216,10 +229,15 @@ def ratio_to_peer(sides: dict, peer: str = "deepxde-pytorch") -> dict | None:
 
 
 def run_side(side: str, problem: str, mode: str, timeout: float,
-             budget: float | None = None) -> dict:
+             budget: float | None = None, cache: Path | None = None) -> dict:
+    """One side in its own process; ``pinn``'s sides compile with the persistent
+    compilation cache in ``cache`` (``pinn``: a fresh folder, every program compiled;
+    ``pinn-warm``: the folder ``pinn`` filled, as a re-run finds it)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "side.json"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if side in OURS:
+            env["PINN_COMPILE_CACHE"] = str(cache) if cache is not None else "off"
         if side.startswith("deepxde-"):
             env["DDE_BACKEND"] = side.split("-")[1]
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", side, "--problem",
@@ -296,7 +314,11 @@ def report(data: dict, command: str, figures: dict[str, str]) -> str:
                   "ran one after the other, so their times are only roughly comparable.", ""]
     lines += ["Wall time (s) from the start of training (compilation and evaluations "
               "included) at which the relative L2 error first fell below each level, "
-              "checked every `eval_every` steps; `–`: not reached.", ""]
+              "checked every `eval_every` steps; `–`: not reached. `pinn` compiles its "
+              "stages with an empty persistent compilation cache (`pinn.compile_cache`: a "
+              "first run); `pinn-warm` is the same run again with the programs the first one "
+              "stored (a re-run: tracing and loading, no XLA compilation). DeepXDE (PyTorch) "
+              "compiles nothing.", ""]
     header = ("problem", "side", *(f"< {lvl:.0e}".replace("e-0", "e-") for lvl in THRESHOLDS),
               "final rel. L2", "steps", "total (s)")
     rows = []
@@ -315,8 +337,9 @@ def report(data: dict, command: str, figures: dict[str, str]) -> str:
             rows.append((problem, side, *cells, C.fmt(res.get("final_rel_l2")), steps,
                          C.fmt(res.get("wall_seconds"), ".1f")))
     lines += [C.table(header, rows), ""]
-    ratios = [((problem, peer), ratio_to_peer(sides, peer))
-              for problem, sides in data["problems"].items() for peer in PEERS]
+    ratios = [((problem, peer, ours), ratio_to_peer(sides, peer, ours))
+              for problem, sides in data["problems"].items() for peer in PEERS
+              for ours in OURS]
     ratios = [(p, r) for p, r in ratios if r]
     if ratios:
         lines += ["**`pinn` against DeepXDE at DeepXDE's own best error** (the first evaluation "
@@ -327,8 +350,9 @@ def report(data: dict, command: str, figures: dict[str, str]) -> str:
                  else "not reached",
                  f"{r['ratio']:.1f}x" if r["ratio"] is not None else "–")
                 for p, r in ratios]
-        lines += [C.table(("problem", "DeepXDE side", "its best rel. L2", "reached it at (s)",
-                           "pinn reached it (s)", "pinn sooner by"), rows), ""]
+        lines += [C.table(("problem", "DeepXDE side", "pinn side", "its best rel. L2",
+                           "reached it at (s)", "pinn reached it (s)", "pinn sooner by"),
+                          rows), ""]
     for problem, fig in figures.items():
         lines += [f"![{problem}]({fig})", ""]
     errs = [(p, s, r["error"]) for p, sides in data["problems"].items()
@@ -374,7 +398,7 @@ def main(argv=None) -> int:
     ap.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        res = (run_pinn(args.problem, args.mode) if args.worker == "pinn"
+        res = (run_pinn(args.problem, args.mode) if args.worker in OURS
                else run_deepxde(args.problem, args.mode, args.budget, args.float))
         C.write_json(Path(args.worker_out), res)
         return 0
@@ -394,6 +418,10 @@ def main(argv=None) -> int:
     bad = [s for s in sides if s not in SIDES]
     if bad:
         ap.error(f"unknown side(s) {bad}; choose from {', '.join(SIDES)}")
+    if "pinn-warm" in sides and "pinn" not in sides:
+        ap.error("the side pinn-warm re-runs pinn with the compilation cache that pinn "
+                 "filled: ask for pinn too")
+    sides.sort(key=SIDES.index)
     out_dir = Path(args.out_dir) if args.out_dir else C.HERE
     suffix = "" if mode == "full" else f"-{mode}"
     jpath = (out_dir / "results" if args.out_dir is None else out_dir) / (
@@ -403,9 +431,10 @@ def main(argv=None) -> int:
     failed = False
     for problem in problems:
         data["problems"][problem] = {}
+        cache = Path(tempfile.mkdtemp(prefix="pinn-xla-"))  # cold for pinn, then warm
         for side in sides:
             print(f"[{mode}] {problem} / {side} ...", file=sys.stderr, flush=True)
-            res = analyse(run_side(side, problem, mode, args.timeout, args.budget))
+            res = analyse(run_side(side, problem, mode, args.timeout, args.budget, cache))
             failed |= "error" in res
             data["problems"][problem][side] = res
             print("  " + (res.get("error") or
@@ -414,6 +443,7 @@ def main(argv=None) -> int:
                           + ", ".join(f"{k}: {C.fmt(v['time'], '.1f') if v else '–'}"
                                       for k, v in res["first_below"].items())),
                   file=sys.stderr, flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
         plot(problem, data["problems"][problem],
              out_dir / f"time_to_accuracy_{problem}{suffix}.png")
         C.write_json(jpath, data)

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pinn import compile_cache
 from pinn import evaluate as ev
 from pinn.distributed import is_main, to_host
 from pinn.nets import MLP
@@ -264,6 +265,7 @@ def setup(problem, model=None, training: Training | None = None, *,
     ``observers``: extra training observers (:mod:`pinn.train.observers`);
     ``metrics``: entries added to the run's metrics (e.g. the problem file).
     """
+    compile_cache.enable()  # before anything compiles: a re-run loads its programs
     model = model if model is not None else MLP(width=30, depth=3)
     training = training if training is not None else Training()
     # each stage's precision (its own, else the run's or auto's), written into the stages

@@ -106,10 +106,14 @@ class Training:
 #: Whether ``precision: auto`` trains the first-order stages in float32 and only the stages
 #: whose optimiser prefers float64 in float64 (the parameters converted once between them),
 #: rather than the whole run in float64. Off: measured (issue 14, one seeded run each, 2
-#: shared cores), the mixed run was not better on both problems: heat2d 2.36e-7 in 29.5 s
-#: mixed, 1.54e-7 in 25.7 s float64; burgers1d 7.76e-6 in 173 s mixed, 4.89e-6 in 212 s
-#: float64 (its float32 Adam stage is 2.3x faster; heat2d's is too short to pay for the
-#: switch). Ask for it per stage: ``Stage(Adam(), n, precision=32)``.
+#: cores), the mixed run was not better: heat2d 2.36e-7 in 29.5 s mixed, 1.54e-7 in 25.7 s
+#: float64; burgers1d 7.76e-6 in 173 s mixed, 4.89e-6 in 212 s float64 (its float32 Adam
+#: stage is 2.3x faster; heat2d's is too short to pay for the switch); with the default
+#: recipe (no training section, 3 x 30 MLP, 2000 Adam + 3000 SSBroyden; 2026-12-02, load
+#: ~1): poisson2d 2.20e-10 in 117 s mixed, 2.39e-10 in 127 s float64; helmholtz2d 5.82e-6
+#: in 119 s, 2.89e-6 in 120 s; burgers1d 1.86e-3 in 112 s, 1.80e-3 in 113 s (the
+#: quasi-Newton stage takes most of the time, and it is float64 either way). Ask for it
+#: per stage: ``Stage(Adam(), n, precision=32)``.
 MIXED_AUTO = False
 
 

@@ -54,9 +54,13 @@ assert not [m for m in sys.modules if m.split(".")[0] == "pinn"], "the loader im
 """
 
 
-def _tiny(steps: int) -> list[str]:
-    sets = [f"training.stages.0.steps={steps}", "training.stages.1.steps=2",
-            "training.points.interior=256", "training.points.boundary=64",
+def _tiny(steps: int, own_stages: bool = True) -> list[str]:
+    """The file's first stage for ``steps`` steps and its second for 2; ``own_stages=False``
+    (the heat demo, which trains self-scaled Broyden alone): Adam, then SSBroyden."""
+    stages = [f"training.stages.0.steps={steps}", "training.stages.1.steps=2"] if own_stages \
+        else [f"training.stages=[{{adam: {{lr: 5.0e-3, decay: exponential, decay_rate: 0.98, "
+              f"decay_steps: 1000}}, steps: {steps}}}, {{ssbroyden: {{}}, steps: 2}}]"]
+    sets = [*stages, "training.points.interior=256", "training.points.boundary=64",
             "training.points.initial=64", "training.points.resample_every=50",
             "training.chunk=50", "evaluation.resolution=12", "evaluation.snapshots=2",
             # float32 training: the float32 graph is then the model itself (a float64 run's
@@ -75,7 +79,7 @@ def runs(tmp_path_factory):
     for name, path, extra in (("heat2d", HEAT, wide),
                               ("ns_cavity", CAVITY, ["--set", "reference.fem.cells=6"])):
         rc = main(["solve", str(path), "--out", str(base / name), "--quiet",
-                   *_tiny(200), *extra])
+                   *_tiny(200, own_stages=name != "heat2d"), *extra])
         assert rc == 0
         out[name] = base / name
     return out

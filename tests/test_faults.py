@@ -33,7 +33,8 @@ from pinn.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAT = ROOT / "problems" / "heat2d.yaml"
-SETS = ["training.stages.0.steps=240", "training.stages.1.steps=20",
+# Adam, then self-scaled Broyden (the demo file itself trains self-scaled Broyden alone)
+SETS = ["training.stages=[{adam: {lr: 5.0e-3}, steps: 240}, {ssbroyden: {}, steps: 20}]",
         "training.points.interior=64", "training.points.boundary=16",
         "training.points.initial=16", "training.points.resample_every=30",
         "training.chunk=10", "training.checkpoint_every=10", "model.mlp.width=8",
@@ -400,8 +401,7 @@ def test_divergence_reasons():
 def test_a_diverging_solve_warns_once_and_says_so_in_metrics(tmp_path, capsys):
     run_dir = tmp_path / "run"
     rc = main(["solve", str(HEAT), "--out", str(run_dir), "--quiet",
-               "--set", "training.stages.0.steps=30", "--set", "training.stages.1.steps=0",
-               "--set", "training.stages.0.adam.lr=3.0", *SET_ARGS[4:]])
+               "--set", "training.stages=[{adam: {lr: 3.0}, steps: 30}]", *SET_ARGS[2:]])
     err = capsys.readouterr().err
     assert rc == 0, err
     m = json.loads((run_dir / "metrics.json").read_text())
@@ -429,8 +429,8 @@ def test_a_run_the_nan_guard_gave_up_on_keeps_its_last_good_state(tmp_path, monk
                                failures=rows[-1:], params=res.params, history=rows)
 
     monkeypatch.setattr(R, "run", gives_up)
-    built = pinn.config.load(str(HEAT), ["training.stages.0.steps=20",
-                                         "training.stages.1.steps=0", *SETS[2:]])
+    built = pinn.config.load(str(HEAT), ["training.stages=[{adam: {lr: 5.0e-3}, steps: 20}]",
+                                         *SETS[1:]])
     run = pinn.setup(built.problem, built.model(), built.training(), progress=False,
                      out_dir=tmp_path / "run", resolution=9, snapshots=2)
     with pytest.warns(RuntimeWarning, match="the NaN guard gave up") as caught:

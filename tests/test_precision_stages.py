@@ -113,3 +113,48 @@ def test_auto_and_the_stages_own_precisions(monkeypatch, mixed):
                  "{ssbroyden: {}, steps: 10, precision: 64}]}\n")
     assert built.precision == 64 and built.stage_precisions == (32, 64)
     assert [s.precision for s in built.training().stages] == [32, 64]
+
+
+class _Compiles:
+    """The XLA compilations of the chunk programs, from JAX's compile log."""
+
+    def __init__(self):
+        import logging
+
+        self.names, self.handler = [], logging.Handler()
+        self.handler.emit = lambda record: self.names.append(record.getMessage())
+
+    def __enter__(self):
+        import logging
+
+        logging.getLogger("jax").addHandler(self.handler)
+        self._was = jax.config.jax_log_compiles
+        jax.config.update("jax_log_compiles", True)
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+
+        jax.config.update("jax_log_compiles", self._was)
+        logging.getLogger("jax").removeHandler(self.handler)
+
+    def chunks(self):
+        return [n for n in self.names if "Finished XLA compilation of jit(chunk_fn)" in n]
+
+
+@pytest.mark.parametrize("precisions, lr, ls", [((32, 64), 1.7e-2, 17), ((None, None), 1.9e-2, 19)])
+def test_later_stages_compile_ahead_once_in_their_precision(precisions, lr, ls):
+    """The second stage's program compiles in the background (pinn.train.core.Core
+    .compile_ahead) in its own precision, and the loop runs that compilation: each stage's
+    chunk program compiles exactly once (a background compile of the wrong state would be
+    compiled again when the stage starts)."""
+    with jax.enable_x64(True), _Compiles() as log:
+        # settings no other test uses: programs of their own, not ones compiled before
+        stages = [Stage(Adam(lr=lr), 30, precision=precisions[0]),
+                  Stage(SSBroyden(max_linesearch_steps=ls), 20, precision=precisions[1])]
+        params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
+        res = run(fit_terms, params, stages=stages, sample_fn=fit_sample,
+                  key=jax.random.key(5), resample_every=10, chunk=10, progress=False)
+    assert len(log.chunks()) == 2, log.chunks()
+    assert res.step == 50 and float(fit_terms(res.params, {"x": jnp.linspace(-1, 1, 9)})[
+        "fit"]) < 1e-4

@@ -58,9 +58,9 @@ FULL = {
     # RESULTS.md: 2.93e-5 (allen_cahn1d, 405 s, 2000 Adam + 7000 SSBroyden, float64, 2
     # cores, Intel Xeon, shared); a factor 3 as for heat2d
     "allen_cahn1d": Pin({"u": 8.8e-5}),
-    # RESULTS.md: 5.11e-6 (burgers1d, 179 s, 3000 Adam + 5000 SSBroyden, float64, 2 cores,
-    # Intel Xeon, shared); a factor 3 as for heat2d
-    "burgers1d": Pin({"u": 1.5e-5}),
+    # RESULTS.md: 2.42e-6 (burgers1d, 133 s, 200 Adam + 7800 SSBroyden, float64, 2 cores,
+    # Intel Xeon, load ~1); a factor 3 as for heat2d
+    "burgers1d": Pin({"u": 7.3e-6}),
     # burgers1d_parametric: 3.37e-5 at nu = 0.0175 (the centre of [0.01/pi, 0.1/pi], what
     # metrics["rel_l2"] scores; 3000 Adam + 5000 SSBroyden, float64, 1258 s on 2 cores
     # shared at load ~5), worst 1.25e-3 at nu = 0.01/pi (the shock) over 9 values; factor 3
@@ -68,9 +68,10 @@ FULL = {
     # RESULTS.md: 4.16e-4 (kdv, 884 s, 2000 Adam + 4000 SSBroyden, float64, 2 cores shared,
     # load ~6); a factor 3 as for heat2d
     "kdv": Pin({"u": 1.25e-3}),
-    # RESULTS.md: 1.54e-7 (heat2d, 35 s, 1000 Adam + 1000 SSBroyden, float64, 2 cores,
-    # Intel Xeon, shared); a factor 3 for another CPU's rounding along the quasi-Newton path
-    "heat2d": Pin({"u": 4.6e-7}),
+    # RESULTS.md: 1.39e-8 (heat2d, 19 s, 2000 SSBroyden, float64, 2 cores, Intel Xeon,
+    # load ~1); a factor 3 for another CPU's rounding along the quasi-Newton path
+    # (seeds 1 and 2 measured 3.1e-8 and 2.0e-8)
+    "heat2d": Pin({"u": 4.2e-8}),
     # heat2d_parametric: 5.33e-7 at alpha = 0.055 (the centre of [0.01, 0.1], what
     # metrics["rel_l2"] scores; 81 s, 1000 Adam + 2000 SSBroyden, float64, 2 cores, Intel
     # Xeon), worst 3.05e-6 (alpha = 0.01) over 9 alphas (tests/test_parametric.py pins

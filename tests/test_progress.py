@@ -135,7 +135,8 @@ def test_a_piped_solve_prints_at_once_and_then_at_least_every_ten_seconds(tmp_pa
     first_bound = max(2.0, time.monotonic() - t0 + 0.5)
     cmd = [sys.executable, "-m", "pinn.cli", "solve", str(ROOT / "problems" / "heat2d.yaml"),
            "--out", str(tmp_path / "run"),
-           "--set", "training.stages.0.steps=40", "--set", "training.stages.1.steps=5",
+           "--set", "training.stages=[{adam: {lr: 5.0e-3}, steps: 40}, "
+           "{ssbroyden: {}, steps: 5}]",
            "--set", "training.points.interior=64", "--set", "training.chunk=20",
            "--set", "evaluation.resolution=[9,9,3]"]
     start = time.monotonic()

@@ -141,7 +141,12 @@ def plan_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), spatial=None,
                             f"the coordinates (coords=problem.inputs)")
                 elif node.value is None:
                     raise CompileError(f"{name}: parameter {node.name!r} has no value")
-        for f, wrt in calculus.field_derivatives(ex):
+        # in a fixed order (the pairs come as a set, whose order follows the names' string
+        # hashes, which differ between processes): the traced program is then the same in
+        # every process, and a re-run finds its compiled programs (pinn.compile_cache)
+        found = sorted(calculus.field_derivatives(ex), key=lambda p: (
+            field_pos[p[0]], multi_index(p[1], coords), tuple(c.name for c in p[1])))
+        for f, wrt in found:
             node = E.Derivative(f, wrt) if wrt else f
             leaves[node] = (field_pos[f], multi_index(wrt, coords))
         expanded[name] = ex

@@ -11,12 +11,18 @@ depend on; the loop (:mod:`pinn.train.loop`) only calls it at chunk boundaries.
 A stage with a ``precision`` of its own (``Stage(..., precision=32)``) is traced and run in
 that precision (:func:`stage_precision`), its state converted once when the stage starts
 (:meth:`Core.enter_stage`): float32 Adam, then float64 SSBroyden in one run.
+
+The later stages' programs compile in a background thread from the start of a run
+(:meth:`Core.compile_ahead`), so that a stage change waits only for what is left of its
+compilation; the programs are those the stages run (tested: one compilation per stage).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
+import logging
 import math
 import sys
 import time
@@ -37,6 +43,8 @@ from .weighting import with_multipliers
 
 __all__ = ["Core", "stage_precision", "RUNNING", "CONVERGED", "STALLED", "NONFINITE",
            "STATUS_NAMES", "warn"]
+
+log = logging.getLogger(__name__)
 
 # L-BFGS status codes (state["status"]).
 RUNNING, CONVERGED, STALLED, NONFINITE = 0, 1, 2, 3
@@ -450,6 +458,7 @@ class Core:
     batch_shape: Any
     compile_seconds: float = 0.0
     _programs: dict = field(default_factory=dict)
+    _ahead: dict = field(default_factory=dict)  # {stage: Future} compiling in the background
     sharding: Any = None  # pinn.train.sharding.Sharding: the points split over a mesh
     micro: int = 1  # micro-batches per step (pinn.train.microbatch)
 
@@ -563,17 +572,55 @@ class Core:
                 lambda p, b: self._make_state(p, key, b, stage), params, self.batch_shape
             )
 
+    def _program(self, stage: int) -> Callable:
+        s = self.stages[stage]
+        return _chunk_program(
+            _Program(self.terms_fn, self.sample_fn, self.weighting, s.optimizer, s.steps,
+                     self.resample_every, tuple(self.names), self.has_aux,
+                     self.sharding, self.micro)
+        )
+
+    def compile_ahead(self, params: Any, key: jax.Array, stages: Sequence[int]) -> None:
+        """Compile the programs of ``stages`` (later ones, with steps) in a background thread,
+        one after another, while the current stage compiles and trains: :meth:`call` then
+        waits only for what is left of a stage's compilation. XLA's compilation of a
+        second-order stage (seconds) then runs beside the first stage's steps (on two
+        cores, both slowed: one compilation beside another gains little, beside training
+        it hides up to half the training's time). Only on one device without a mesh; a
+        failure here is left to :meth:`call`, which compiles (and raises) as before.
+        ``params``: the run's (internal) parameters, whose shapes fix each stage's state
+        (:meth:`template`)."""
+        todo = [i for i in stages if self.stages[i].steps > 0 and i not in self._programs
+                and i not in self._ahead]
+        if self.sharding is not None or not todo:
+            return
+        params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)),
+                              params)
+        # the thread traces in the caller's precision (JAX's float64 switch is per thread)
+        x64 = bool(jax.config.read("jax_enable_x64"))
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pinn-compile")
+        for i in todo:
+            self._ahead[i] = pool.submit(self._compile, params, key, i, x64)
+        pool.shutdown(wait=False)
+
+    def _compile(self, params: Any, key: jax.Array, stage: int, x64: bool) -> None:
+        try:
+            with jax.enable_x64(x64):
+                state = self.template(params, key, stage)
+                with self._precision(stage):
+                    self._program(stage).lower(state, np.int32(0), np.int32(0)).compile()
+        except Exception as err:  # noqa: BLE001 - call() compiles again and reports it
+            log.debug("compiling stage %d ahead failed: %r", stage, err)
+
     def call(self, stage: int, state: Any, n: int) -> tuple[Any, dict]:
         """``n`` steps of ``stage`` from ``state``: the new state and the (host) report."""
         start = self.starts[stage]
         if stage not in self._programs:  # compile (timed) with a zero-step call
-            s = self.stages[stage]
-            self._programs[stage] = _chunk_program(
-                _Program(self.terms_fn, self.sample_fn, self.weighting, s.optimizer, s.steps,
-                         self.resample_every, tuple(self.names), self.has_aux,
-                         self.sharding, self.micro)
-            )
             t0 = time.perf_counter()
+            ahead = self._ahead.pop(stage, None)
+            if ahead is not None:  # compiled in the background: wait for what is left
+                ahead.result()
+            self._programs[stage] = self._program(stage)
             with self._scope(), self._precision(stage):
                 jax.block_until_ready(self._programs[stage](state, np.int32(0),
                                                             np.int32(start)))

@@ -51,6 +51,8 @@ class _Loop:
             self._resume(params, key, resume_from)
         else:
             self.state = self.core.fresh_state(params, key)
+        # the later stages compile in the background while this one compiles and trains
+        self.core.compile_ahead(params, key, range(self.stage + 1, len(self.core.stages)))
         started = []
         try:
             for obs in self.observers:

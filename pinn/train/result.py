@@ -72,7 +72,8 @@ class TrainResult:
         rollbacks: the NaN roll-back events (also in ``history``).
         weights: final term weights.
         wall_time: seconds, summed over resumes.
-        compile_seconds: seconds spent compiling (this call only).
+        compile_seconds: seconds the run waited for compilation (this call only; a stage
+            compiled in the background while an earlier one trained counts what was left).
         train_seconds: ``wall_time`` of this call minus ``compile_seconds``.
         final_terms: the unweighted loss terms at the end.
         checkpoint: the last checkpoint written, if any.
