@@ -37,6 +37,7 @@ __all__ = [
     "write_text",
     "write_bytes",
     "write_json",
+    "write_jsonl",
     "write_yaml",
     "write_npz",
     "clean_json",
@@ -134,6 +135,12 @@ def clean_json(value: Any) -> Any:
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
     """``obj`` as indented JSON (see :func:`clean_json`), written atomically."""
     return write_text(path, json.dumps(clean_json(obj), indent=2, sort_keys=False) + "\n")
+
+
+def write_jsonl(path: str | os.PathLike, rows: Any) -> Path:
+    """``rows`` as JSON lines, one object per line (see :func:`clean_json`), written
+    atomically: a run's ``history.jsonl``."""
+    return write_text(path, "".join(json.dumps(clean_json(r)) + "\n" for r in rows))
 
 
 def write_yaml(path: str | os.PathLike, obj: Any, header: str = "") -> Path:

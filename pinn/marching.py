@@ -229,13 +229,12 @@ def train_windows(run, **loop_overrides):
     (scored and, with ``run.out_dir``, saved as any run). Each finished window's parameters
     are kept in ``<out_dir>/windows/w<k>/params.npz`` and its checkpoints beside them, so
     that ``resume`` skips the finished windows and resumes the one that was cut."""
-    import json
     import time
     import warnings
 
     from pinn import serialize
     from pinn.distributed import is_main
-    from pinn.io import clean_json, write_json, write_npz, write_text
+    from pinn.io import write_json, write_jsonl, write_npz
     from pinn.run import finish, setup
     from pinn.solution import Solution
     from pinn.train.history import read_history
@@ -280,8 +279,7 @@ def train_windows(run, **loop_overrides):
             net, rows, metrics = sol_k.params["net"], sol_k.history, sol_k.metrics
             if wdir is not None and is_main():  # many processes: process 0 writes
                 wdir.mkdir(parents=True, exist_ok=True)
-                write_text(wdir / serialize.HISTORY_FILE,
-                           "".join(json.dumps(clean_json(r)) + "\n" for r in rows))
+                write_jsonl(wdir / serialize.HISTORY_FILE, rows)
                 write_json(wdir / WINDOW_METRICS, {k: metrics[k] for k in _KEPT
                                                    if k in metrics})
                 # last: a window counts as finished once its parameters are written

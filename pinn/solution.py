@@ -267,12 +267,9 @@ class Solution:
                       method="PINN", snapshots=snapshots,
                       true_params=true_params(self.problem))
         elif self.history:
-            import json
+            from pinn.io import write_jsonl
 
-            from pinn.io import clean_json, write_text
-
-            write_text(d / serialize.HISTORY_FILE,
-                       "".join(json.dumps(clean_json(r)) + "\n" for r in self.history))
+            write_jsonl(d / serialize.HISTORY_FILE, self.history)
         return d
 
     @classmethod

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from pinn.evaluate import EvaluationGrid, Score
-from pinn.io import clean_json, write_json, write_npz, write_text
+from pinn.io import write_json, write_jsonl, write_npz, write_text
 from pinn.report import plots
 from pinn.report.html import write_html
 from pinn.report.metrics import versions
@@ -57,8 +56,7 @@ def write_run(run_dir: str | os.PathLike, problem, score: Score, metrics: Mappin
     metrics = {**metrics, **score.metrics(), "versions": versions()}
     save_grid(run_dir, score.grid, score.pred)
     if history:  # the whole history (a resumed run's too), one JSON object per row
-        write_text(run_dir / "history.jsonl",
-                   "".join(json.dumps(clean_json(r)) + "\n" for r in history))
+        write_jsonl(run_dir / "history.jsonl", history)
     truth = None if score.truth is None else score.truth.values
     images = write_plots(run_dir, score.grid, score.aligned(), truth, history, method=method,
                          truth_label=None if score.truth is None else score.truth.kind,
