@@ -8,7 +8,9 @@ compiled programs on disk (its persistent compilation cache); :func:`enable` tur
 (:func:`pinn.setup` calls it). The folder is chosen by the environment variable
 ``PINN_COMPILE_CACHE``:
 
-- unset: ``$XDG_CACHE_HOME/pinn/xla`` (``~/.cache/pinn/xla`` without ``XDG_CACHE_HOME``);
+- unset: ``xla`` in the project's cache folder (:func:`pinn.io.cache_dir`:
+  ``$PINN_CACHE/xla``, ``~/.cache/pinn/xla`` without ``PINN_CACHE``), beside the cached
+  references and FEM solutions;
 - ``off`` (or ``0``, ``false``, ``no``, ``none``, empty): no cache;
 - any other value: that folder.
 
@@ -44,8 +46,9 @@ def folder() -> Path | None:
     """The folder ``PINN_COMPILE_CACHE`` asks for (None: off)."""
     value = os.environ.get(ENV)
     if value is None:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        return Path(base) / "pinn" / "xla"
+        from pinn.io import cache_dir
+
+        return cache_dir("xla")
     if value.strip().lower() in _OFF:
         return None
     return Path(value).expanduser()

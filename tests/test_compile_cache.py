@@ -40,8 +40,8 @@ def _run(env: dict) -> dict:
 
 def test_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv(compile_cache.ENV, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert compile_cache.folder() == tmp_path / "pinn" / "xla"
+    monkeypatch.setenv("PINN_CACHE", str(tmp_path))  # the project's cache folder
+    assert compile_cache.folder() == tmp_path / "xla"
     for off in ("off", "0", "False", " none ", ""):
         monkeypatch.setenv(compile_cache.ENV, off)
         assert compile_cache.folder() is None
