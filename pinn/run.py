@@ -34,7 +34,7 @@ from pinn.train import Fixed, TrainingDiverged, TrainResult, run
 from pinn.train.loss import Assembly, assemble
 from pinn.train.microbatch import memory_per_point
 from pinn.train.weighting import Causal, with_residual_terms, with_term_weights
-from pinn.training import Training, precision_scope
+from pinn.training import Training, precision_scope, run_bits
 
 __all__ = ["setup", "Run", "solve", "fem_run", "divergence", "ERROR_NEAR_ONE"]
 
@@ -154,8 +154,8 @@ class Run:
                 "loss": {k: float(v) for k, v in result.final_terms.items()},
                 "params": sol.learned_params(), "rollbacks": len(result.rollbacks),
                 "stages": result.stages, "peak_memory_mb": peak_memory_mb(),
-                **({"stage_precisions": list(precisions)} if len(set(precisions)) > 1
-                   else {}),
+                **({"stage_precisions": list(precisions)}
+                   if len(set(precisions)) > 1 or "mixed" in precisions else {}),
                 **({"devices": self.training.devices} if self.training.devices else {}),
                 **({"processes": jax.process_count()} if jax.process_count() > 1 else {}),
                 **({"micro_batch": self.training.micro_batch}
@@ -255,9 +255,9 @@ def setup(problem, model=None, training: Training | None = None, *,
     default recipe is made for);
     ``training``: a :class:`Training` (default: Adam, then self-scaled Broyden);
     ``precision``: 32 or 64 (float64 for this run only; a stage's own ``precision`` wins);
-    None: auto (:meth:`Training.stage_precisions`: 64 when a stage is a second-order
-    method, else 32; with :data:`pinn.training.MIXED_AUTO`, first-order stages in float32
-    and second-order ones in float64, the parameters converted once between them);
+    None: auto (:meth:`Training.stage_precisions`: first-order stages in float32, the
+    quasi-Newton ones ``"mixed"``: float32 until the line search stalls at float32's
+    rounding floor, then float64, the state converted once; Gauss-Newton in float64);
     ``out_dir``: the run folder (history, checkpoints, then solution, metrics, plots,
     report; None: nothing is written); ``resume``: continue from its last checkpoint;
     ``resolution``: the evaluation grid's nodes per axis (None: the default grid);
@@ -271,7 +271,7 @@ def setup(problem, model=None, training: Training | None = None, *,
     # each stage's precision (its own, else the run's or auto's), written into the stages
     # where they differ; the run's is the highest
     training = training.with_stage_precisions(precision)
-    precision = max(training.stage_precisions(precision))
+    precision = run_bits(training.stage_precisions(precision))
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, the folder holding the checkpoints")
     with precision_scope(precision):

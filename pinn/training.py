@@ -8,8 +8,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pinn.train.loss import Points
+from pinn.train.optim import MIXED
 
-__all__ = ["Training", "precision_scope", "stage_precisions", "DEFAULT_CHUNK"]
+__all__ = ["Training", "precision_scope", "stage_precisions", "run_bits", "MIXED",
+           "DEFAULT_CHUNK"]
 
 #: Steps per jitted call unless ``Training.chunk`` says otherwise.
 DEFAULT_CHUNK = 500
@@ -84,51 +86,54 @@ class Training:
         """The run's precision under ``auto``: 64 when a stage runs in float64 (its own
         ``precision``, or an optimiser that wants float64: the second-order methods, whose
         line search stops at the loss's rounding floor in float32), else 32."""
-        return max(self.stage_precisions())
+        return run_bits(self.stage_precisions())
 
-    def stage_precisions(self, precision: int | str | None = None) -> tuple[int, ...]:
-        """Each stage's float precision (32 or 64) for a run of ``precision`` (32, 64, or
-        ``None``/``"auto"``): :func:`stage_precisions`."""
+    def stage_precisions(self, precision: int | str | None = None) -> tuple[int | str, ...]:
+        """Each stage's float precision (32, 64 or ``"mixed"``) for a run of ``precision``
+        (32, 64, or ``None``/``"auto"``): :func:`stage_precisions`."""
         return stage_precisions(
             [getattr(s.optimizer, "prefers_float64", False) for s in self.stages],
-            [s.precision for s in self.stages], precision)
+            [s.precision for s in self.stages], precision,
+            [getattr(s.optimizer, "supports_mixed", False) for s in self.stages])
 
     def with_stage_precisions(self, precision: int | str | None = None) -> Training:
         """These settings with each stage's precision written into it where the stages
         differ (:meth:`stage_precisions`), else as they are (one precision for the run)."""
         precisions = self.stage_precisions(precision)
-        if len(set(precisions)) == 1:
+        if len(set(precisions)) == 1 and precisions[0] != MIXED:
             return self
         stages = [replace(s, precision=p) for s, p in zip(self.stages, precisions, strict=True)]
         return replace(self, stages=stages)
 
 
-#: Whether ``precision: auto`` trains the first-order stages in float32 and only the stages
-#: whose optimiser prefers float64 in float64 (the parameters converted once between them),
-#: rather than the whole run in float64. Off: measured (issue 14, one seeded run each, 2
-#: cores), the mixed run was not better: heat2d 2.36e-7 in 29.5 s mixed, 1.54e-7 in 25.7 s
-#: float64; burgers1d 7.76e-6 in 173 s mixed, 4.89e-6 in 212 s float64 (its float32 Adam
-#: stage is 2.3x faster; heat2d's is too short to pay for the switch); with the default
-#: recipe (no training section, 3 x 30 MLP, 2000 Adam + 3000 SSBroyden; 2026-12-02, load
-#: ~1): poisson2d 2.20e-10 in 117 s mixed, 2.39e-10 in 127 s float64; helmholtz2d 5.82e-6
-#: in 119 s, 2.89e-6 in 120 s; burgers1d 1.86e-3 in 112 s, 1.80e-3 in 113 s (the
-#: quasi-Newton stage takes most of the time, and it is float64 either way). Ask for it
-#: per stage: ``Stage(Adam(), n, precision=32)``.
-MIXED_AUTO = False
+#: Whether ``precision: auto`` trains first-order stages in float32 and the second-order
+#: ones ``"mixed"`` (line-search methods: float32 until the line search stalls at float32's
+#: rounding floor, then float64 with the curvature memory kept; Gauss-Newton: float64),
+#: rather than the whole run in float64 as soon as one stage wants it.
+MIXED_AUTO = True
 
 
-def stage_precisions(prefers_float64: Sequence[bool], own: Sequence[int | None],
-                     precision: int | str | None = None) -> tuple[int, ...]:
-    """The precision of each stage: its ``own`` (32 or 64) where it has one, else the run's
-    ``precision`` (32 or 64); under ``auto`` (``None`` or ``"auto"``), 64 for a stage whose
-    optimiser ``prefers_float64`` and 32 for the others (:data:`MIXED_AUTO`; without it, 64
-    for every stage as soon as one prefers float64)."""
+def run_bits(precisions: Sequence[int | str]) -> int:
+    """The run's float width from its stages' precisions: the highest (``"mixed"``: 64)."""
+    return max(64 if p == MIXED else int(p) for p in precisions)
+
+
+def stage_precisions(prefers_float64: Sequence[bool], own: Sequence[int | str | None],
+                     precision: int | str | None = None,
+                     mixable: Sequence[bool] | None = None) -> tuple[int | str, ...]:
+    """The precision of each stage: its ``own`` (32, 64 or ``"mixed"``) where it has one,
+    else the run's ``precision`` (32 or 64); under ``auto`` (``None`` or ``"auto"``), 32 for
+    a first-order stage and, for one whose optimiser ``prefers_float64``, ``"mixed"`` when it
+    is ``mixable`` (its optimiser ``supports_mixed``: SSBroyden, SSBFGS) and 64 otherwise
+    (:data:`MIXED_AUTO`; without it, 64 for every stage as soon as one prefers float64)."""
     if precision not in (None, "auto", 32, 64):
         raise ValueError(f"precision must be 32, 64 or 'auto', got {precision!r}")
+    mixable = list(mixable) if mixable is not None else [False] * len(own)
     if precision in (32, 64):
         base = [precision] * len(own)
     elif MIXED_AUTO:
-        base = [64 if p else 32 for p in prefers_float64]
+        base = [(MIXED if m else 64) if p else 32
+                for p, m in zip(prefers_float64, mixable, strict=True)]
     else:
         base = [64 if any(prefers_float64) else 32] * len(own)
     return tuple(o if o is not None else b for o, b in zip(own, base, strict=True))

@@ -76,16 +76,94 @@ def test_stages_switch_from_float32_to_float64_and_resume_across_the_switch(tmp_
                               np.asarray(mixed.params["net"]["a"]))
 
 
+def mixed_run(steps=200, **kw):
+    """SSBroyden alone on the tanh fit, started in float32 ("mixed")."""
+    params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
+    return run(fit_terms, params, stages=[Stage(SSBroyden(), steps, precision="mixed")],
+               sample_fn=fit_sample, key=jax.random.key(3), resample_every=None, chunk=10,
+               progress=False, **kw)
+
+
+def coefficient_error(result):
+    return float(np.abs(np.asarray(result.params["net"]["a"]) - A_STAR).max())
+
+
+def test_a_mixed_stage_goes_on_in_float64_from_its_float32_floor(tmp_path):
+    """precision "mixed": the stage runs in float32 until its line search stalls (the loss
+    at float32's rounding floor), then in float64 from the same point with its curvature
+    memory: it ends where float64 ends, far below where float32 alone stops; a checkpoint
+    written after the switch resumes in float64, bit for bit."""
+    with jax.enable_x64(True):
+        seen = Dtypes()
+        mixed = mixed_run(observers=[seen], checkpoint_dir=tmp_path / "ck",
+                          checkpoint_every=10, keep_checkpoints=None)
+        params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
+        alone32 = run(fit_terms, params, stages=[Stage(SSBroyden(), 200, precision=32)],
+                      sample_fn=fit_sample, key=jax.random.key(3), resample_every=None,
+                      chunk=10, progress=False)
+    assert seen.seen == {0: {"float32", "float64"}}
+    switch = [r for r in mixed.history if r.get("event") == "float64"]
+    assert len(switch) == 1 and "stalled in float32" in switch[0]["message"]
+    at = mixed.stages[0]["float64_from"]
+    # the float32 run alone stalls at the same step (the same float32 trajectory)
+    assert at == alone32.stages[0]["stopped_at"]
+    assert mixed.params["net"]["a"].dtype == jnp.float64
+    # measured: float32 alone 2.6e-5 from A_STAR, mixed 2.0e-14 (float64 alone 1.0e-14)
+    assert coefficient_error(alone32) > 1e-6
+    assert coefficient_error(mixed) < 1e-10
+
+    # resume from the first checkpoint after the switch: float64 from there on
+    after = sorted(f for f in (tmp_path / "ck").iterdir() if int(f.stem[5:]) > at)[0]
+    for f in (tmp_path / "ck").iterdir():
+        if f != after:
+            f.unlink()
+    with jax.enable_x64(True):
+        seen = Dtypes()
+        resumed = mixed_run(observers=[seen], checkpoint_dir=tmp_path / "ck", resume=True)
+    assert seen.seen == {0: {"float64"}}
+    assert resumed.stages[0]["float64_from"] == at
+    assert np.array_equal(np.asarray(resumed.params["net"]["a"]),
+                          np.asarray(mixed.params["net"]["a"]))
+
+
+def test_a_mixed_stage_compiles_each_precision_once():
+    """The float64 program of a "mixed" stage compiles ahead, in the background, in the
+    state the switch makes (integer counters included): two chunk compilations in all."""
+    with jax.enable_x64(True), _Compiles() as log:
+        params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
+        res = run(fit_terms, params,
+                  stages=[Stage(SSBroyden(max_linesearch_steps=23), 200, precision="mixed")],
+                  sample_fn=fit_sample, key=jax.random.key(3), resample_every=None, chunk=10,
+                  progress=False)
+    assert "float64_from" in res.stages[0]
+    assert len(log.chunks()) == 2, log.chunks()
+
+
+def test_mixed_needs_a_line_search_stage():
+    with pytest.raises(ValueError, match="'mixed'.*line search"):
+        Stage(Adam(), 10, precision="mixed")
+    from pinn.config import ConfigError, load
+
+    with pytest.raises(ConfigError, match="mixed"):
+        load("p.yaml", text="domain: {interval: [0, 1]}\n"
+             "equations: {poisson: \"-u_xx = 1\"}\n"
+             "training: {stages: [{adam: {}, steps: 10, precision: mixed}]}\n").training()
+
+
 @pytest.mark.parametrize("mixed", [False, True])
 def test_auto_and_the_stages_own_precisions(monkeypatch, mixed):
-    """A stage's own precision wins; auto is float64 for the whole run when a stage prefers
-    it (MIXED_AUTO off, as measured), or float32 Adam then float64 SSBroyden (on)."""
+    """A stage's own precision wins; auto is float32 Adam, then SSBroyden "mixed" (float32
+    until its line search stalls, then float64: MIXED_AUTO, the default), or float64 for the
+    whole run when a stage prefers it (MIXED_AUTO off)."""
     import pinn.training as PT
 
     monkeypatch.setattr(PT, "MIXED_AUTO", mixed)
-    auto = (32, 64) if mixed else (64, 64)
-    assert stage_precisions([False, True], [None, None]) == auto
-    assert stage_precisions([False, True], [None, None], "auto") == auto
+    auto = (32, "mixed") if mixed else (64, 64)
+    assert stage_precisions([False, True], [None, None], None, [False, True]) == auto
+    assert stage_precisions([False, True], [None, None], "auto", [False, True]) == auto
+    # a second-order method without a float32 start (Gauss-Newton): float64
+    assert stage_precisions([False, True], [None, None], None) == ((32, 64) if mixed
+                                                                   else (64, 64))
     assert stage_precisions([False, False], [None, None]) == (32, 32)
     assert stage_precisions([False, True], [None, None], 64) == (64, 64)
     assert stage_precisions([False, True], [64, None], 32) == (64, 32)
@@ -98,7 +176,8 @@ def test_auto_and_the_stages_own_precisions(monkeypatch, mixed):
                            conditions={"ends": pinn.Dirichlet(u, 0, on="boundary")})
     run_ = pinn.setup(problem, progress=False)  # the default recipe, precision auto
     assert run_.precision == 64
-    assert [s.precision for s in run_.training.stages] == ([32, 64] if mixed else [None, None])
+    assert [s.precision for s in run_.training.stages] == ([32, "mixed"] if mixed
+                                                           else [None, None])
     run_ = pinn.setup(problem, precision=64, progress=False)
     assert [s.precision for s in run_.training.stages] == [None, None]
     from pinn.config import load

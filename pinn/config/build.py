@@ -73,10 +73,12 @@ class Built:
     def precision(self) -> int:
         """32 or 64, the run's (its highest stage's): ``auto``: 64 when a stage's optimiser
         wants float64, else 32 (:meth:`stage_precisions`)."""
-        return max(self.stage_precisions)
+        from pinn.training import run_bits
+
+        return run_bits(self.stage_precisions)
 
     @property
-    def stage_precisions(self) -> tuple[int, ...]:
+    def stage_precisions(self) -> tuple[int | str, ...]:
         """Each stage's precision (:func:`pinn.training.stage_precisions`; stages of 0 steps
         left out, as :meth:`training` leaves them out)."""
         from pinn.training import stage_precisions
@@ -85,7 +87,8 @@ class Built:
         stages = [s for s in t.stages if s.steps > 0] or t.stages
         return stage_precisions(
             [getattr(optimizers()[s.kind], "prefers_float64", False) for s in stages],
-            [s.precision for s in stages], t.precision)
+            [s.precision for s in stages], t.precision,
+            [getattr(optimizers()[s.kind], "supports_mixed", False) for s in stages])
 
     @property
     def seed(self) -> int:
@@ -771,6 +774,13 @@ def check_training(b: Built) -> None:
         except ValueError as exc:
             raise ConfigError(Issue(str(exc).split(": ", 1)[-1], ("training", "windows"),
                                     b.source.location(("training", "windows")))) from None
+    for i, s in enumerate(t.stages):
+        if s.precision == "mixed" and not getattr(optimizers()[s.kind], "supports_mixed", False):
+            path = ("training", "stages", i, "precision")
+            raise ConfigError(Issue(
+                f"precision 'mixed' (float32, then float64 once the line search stalls) needs "
+                f"ssbroyden, ssbfgs or lbfgs, not {s.kind}: give this stage 32 or 64",
+                path, b.source.location(path)))
     if not any(s.steps > 0 for s in t.stages):
         raise ConfigError(Issue("every stage has 0 steps: nothing to train",
                                 ("training", "stages"), b.source.location(("training", "stages"))))
@@ -794,6 +804,6 @@ def build_training(b: Built):
                         seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
                         checkpoint_every=t.checkpoint_every or None, devices=t.devices,
                         micro_batch=t.micro_batch, windows=t.windows)
-    # each stage's precision in the stage where they differ (a stage's own, or auto's with
-    # MIXED_AUTO), so that setup(precision=b.precision) keeps them
+    # each stage's precision in the stage where they differ or one is mixed (a stage's own,
+    # or auto's), so that setup(precision=b.precision) keeps them
     return training.with_stage_precisions(t.precision)

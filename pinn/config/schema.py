@@ -830,8 +830,9 @@ class StageSpec(OneOf):
     ssbroyden: SSBroydenArgs | None = None
     ssbfgs: SSBroydenArgs | None = None
     steps: Steps
-    # this stage in float32 or float64 (null: training.precision's choice for it)
-    precision: Literal[32, 64] | None = None
+    # this stage in float32 or float64, or mixed (a line-search stage: float32 until its
+    # line search stalls, then float64); null: training.precision's choice for it
+    precision: Literal[32, 64, "mixed"] | None = None
 
 
 
@@ -947,8 +948,9 @@ def _devices(v: Any) -> Any:
 
 class TrainingSpec(Strict):
     seed: Seed = 0
-    # auto: 64 when a stage is a second-order method (ssbroyden, ssbfgs, lm), else 32; a
-    # stage's own precision (32 or 64) wins
+    # auto: first-order stages in float32; the line-search second-order ones (ssbroyden,
+    # ssbfgs, lbfgs is first-order here) mixed: float32 until the line search stalls, then
+    # float64; Gauss-Newton (lm, gauss_newton) in float64; a stage's own precision wins
     precision: Literal[32, 64, "auto"] = "auto"
     points: PointsSpec = Field(default_factory=PointsSpec)
     stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(

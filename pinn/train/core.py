@@ -37,7 +37,7 @@ import numpy as np
 import optax
 
 from . import microbatch as _micro
-from .optim import Stage
+from .optim import Stage, precision_bits
 from .sharding import make_sharding
 from .weighting import with_multipliers
 
@@ -458,7 +458,9 @@ class Core:
     batch_shape: Any
     compile_seconds: float = 0.0
     _programs: dict = field(default_factory=dict)
-    _ahead: dict = field(default_factory=dict)  # {stage: Future} compiling in the background
+    _ahead: dict = field(default_factory=dict)  # {(stage, bits): Future} compiling ahead
+    escalated: set = field(default_factory=set)  # "mixed" stages now running in float64
+    _pool: Any = None  # the compile-ahead thread
     sharding: Any = None  # pinn.train.sharding.Sharding: the points split over a mesh
     micro: int = 1  # micro-batches per step (pinn.train.microbatch)
 
@@ -521,15 +523,45 @@ class Core:
     def txs(self) -> list[Any]:
         return [s.optimizer.make(s.steps) for s in self.stages]
 
-    def _precision(self, stage: int):
-        """The precision scope of ``stage`` (:func:`stage_precision`)."""
-        return stage_precision(self.stages[stage].precision)
+    def bits(self, stage: int) -> int | None:
+        """The float width ``stage`` runs in now (``None``: the run's); a ``"mixed"`` stage
+        32 until :meth:`escalate`, then 64."""
+        return precision_bits(self.stages[stage].precision, stage in self.escalated)
 
-    def convert(self, tree: Any, stage: int) -> Any:
-        """``tree`` in ``stage``'s float type (as it is when the stage has no precision of
-        its own)."""
-        p = self.stages[stage].precision
+    def _precision(self, stage: int, bits: int | None = None):
+        """The precision scope of ``stage`` (:func:`stage_precision`), now or at ``bits``."""
+        return stage_precision(self.bits(stage) if bits is None else bits)
+
+    def convert(self, tree: Any, stage: int, bits: int | None = None) -> Any:
+        """``tree`` in ``stage``'s float type now, or at ``bits`` (as it is when the stage
+        has no precision of its own)."""
+        p = self.bits(stage) if bits is None else bits
         return tree if p is None else _cast(tree, jnp.float64 if p == 64 else jnp.float32)
+
+    def can_escalate(self, stage: int) -> bool:
+        """Whether ``stage`` is ``"mixed"`` and still in float32."""
+        return self.stages[stage].precision == "mixed" and stage not in self.escalated
+
+    def escalate(self, state: Any, stage: int) -> Any:
+        """``state`` of a ``"mixed"`` stage whose float32 line search stalled, converted once
+        to float64 to go on: parameters, batch and curvature memory kept; the line search's
+        stored loss dropped (recomputed in float64) and the next pair not taken as a
+        curvature pair (:meth:`SSBroyden.refresh`, where the optimiser has it)."""
+        like = self.template(state["params"], state["key"], stage, 64)
+        self.escalated.add(stage)
+        with self._precision(stage):
+            # every leaf in the float64 program's type (its integer counters too: int64
+            # where JAX's float64 mode makes them so)
+            state = jax.tree.map(lambda x, t: jnp.asarray(x, t.dtype), state, like)
+            refresh = getattr(self.stages[stage].optimizer, "refresh", None)
+            opt = state["opt"]
+            if refresh is not None:
+                opt = refresh(opt)
+            elif optax.tree.get(opt, "value", None) is not None:
+                opt = optax.tree.set(opt, value=jnp.asarray(jnp.inf, jnp.float64))
+            return self.place({**state, "opt": _strong(opt),
+                               "status": jnp.asarray(RUNNING, jnp.int32),
+                               "status_step": jnp.asarray(-1, jnp.int32)})
 
     def make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
         with self._precision(stage):
@@ -565,12 +597,14 @@ class Core:
             key, sub = jax.random.split(key)
             return self.make_state(params, key, self._sample(sub, params), 0)
 
-    def template(self, params: Any, key: jax.Array, stage: int) -> Any:
-        """The abstract state of ``stage`` (what a checkpoint is loaded into)."""
-        with self._precision(stage):
+    def template(self, params: Any, key: jax.Array, stage: int,
+                 bits: int | None = None) -> Any:
+        """The abstract state of ``stage`` now, or at ``bits`` (what a checkpoint is loaded
+        into)."""
+        with self._precision(stage, bits):
             return jax.eval_shape(
-                lambda p, b: self._make_state(p, key, b, stage), params, self.batch_shape
-            )
+                lambda p, b: self.convert(self._make_state(p, key, b, stage), stage, bits),
+                params, self.batch_shape)
 
     def _program(self, stage: int) -> Callable:
         s = self.stages[stage]
@@ -580,53 +614,66 @@ class Core:
                      self.sharding, self.micro)
         )
 
-    def compile_ahead(self, params: Any, key: jax.Array, stages: Sequence[int]) -> None:
-        """Compile the programs of ``stages`` (later ones, with steps) in a background thread,
-        one after another, while the current stage compiles and trains: :meth:`call` then
-        waits only for what is left of a stage's compilation. XLA's compilation of a
-        second-order stage (seconds) then runs beside the first stage's steps (on two
-        cores, both slowed: one compilation beside another gains little, beside training
-        it hides up to half the training's time). Only on one device without a mesh; a
-        failure here is left to :meth:`call`, which compiles (and raises) as before.
-        ``params``: the run's (internal) parameters, whose shapes fix each stage's state
-        (:meth:`template`)."""
-        todo = [i for i in stages if self.stages[i].steps > 0 and i not in self._programs
-                and i not in self._ahead]
-        if self.sharding is not None or not todo:
-            return
+    def compile_ahead(self, params: Any, key: jax.Array, current: int, *,
+                      float64: bool = False) -> None:
+        """Compile the programs of the stages after ``current`` (those with steps) in a
+        background thread, one after another, while the ``current`` stage compiles and
+        trains: :meth:`call` then waits only for what is left of a stage's compilation.
+        XLA's compilation of a second-order stage (seconds) then runs beside the first
+        stage's steps (on two cores, both slowed: one compilation beside another gains
+        little, beside training it hides up to half the training's time). ``float64``: the
+        float64 programs of the ``"mixed"`` stages from ``current`` on, queued after those
+        (the loop asks once the current program has compiled; it is the last request). Only
+        on one device without a mesh; a failure here is left to :meth:`call`, which compiles
+        (and raises) as before. ``params``: the run's (internal) parameters, whose shapes
+        fix each stage's state (:meth:`template`)."""
+        if float64:  # needed only once a float32 line search stalls
+            todo = [(i, 64) for i in range(current, len(self.stages)) if self.can_escalate(i)]
+        else:
+            todo = [(i, self.bits(i)) for i in range(current + 1, len(self.stages))
+                    if self.stages[i].steps > 0]
+        todo = [k for k in todo if k not in self._programs and k not in self._ahead]
+        if self.sharding is None and todo:
+            self._submit(params, key, todo)
+        if float64 and self._pool is not None:  # the last request: the thread ends when done
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def _submit(self, params: Any, key: jax.Array, todo: list[tuple[int, int | None]]) -> None:
         params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)),
                               params)
         # the thread traces in the caller's precision (JAX's float64 switch is per thread)
         x64 = bool(jax.config.read("jax_enable_x64"))
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pinn-compile")
-        for i in todo:
-            self._ahead[i] = pool.submit(self._compile, params, key, i, x64)
-        pool.shutdown(wait=False)
+        if self._pool is None:  # one thread: the programs compile one after another
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix="pinn-compile")
+        for i, bits in todo:
+            self._ahead[i, bits] = self._pool.submit(self._compile, params, key, i, bits, x64)
 
-    def _compile(self, params: Any, key: jax.Array, stage: int, x64: bool) -> None:
+    def _compile(self, params: Any, key: jax.Array, stage: int, bits: int | None,
+                 x64: bool) -> None:
         try:
             with jax.enable_x64(x64):
-                state = self.template(params, key, stage)
-                with self._precision(stage):
+                state = self.template(params, key, stage, bits)
+                with self._precision(stage, bits):
                     self._program(stage).lower(state, np.int32(0), np.int32(0)).compile()
         except Exception as err:  # noqa: BLE001 - call() compiles again and reports it
             log.debug("compiling stage %d ahead failed: %r", stage, err)
 
     def call(self, stage: int, state: Any, n: int) -> tuple[Any, dict]:
         """``n`` steps of ``stage`` from ``state``: the new state and the (host) report."""
-        start = self.starts[stage]
-        if stage not in self._programs:  # compile (timed) with a zero-step call
+        start, key = self.starts[stage], (stage, self.bits(stage))
+        if key not in self._programs:  # compile (timed) with a zero-step call
             t0 = time.perf_counter()
-            ahead = self._ahead.pop(stage, None)
+            ahead = self._ahead.pop(key, None)
             if ahead is not None:  # compiled in the background: wait for what is left
                 ahead.result()
-            self._programs[stage] = self._program(stage)
+            self._programs[key] = self._program(stage)
             with self._scope(), self._precision(stage):
-                jax.block_until_ready(self._programs[stage](state, np.int32(0),
-                                                            np.int32(start)))
+                jax.block_until_ready(self._programs[key](state, np.int32(0), np.int32(start)))
             self.compile_seconds += time.perf_counter() - t0
         with self._scope(), self._precision(stage):
-            new_state, report = self._programs[stage](state, np.int32(n), np.int32(start))
+            new_state, report = self._programs[key](state, np.int32(n), np.int32(start))
             return new_state, jax.device_get(report)
 
     def _scope(self):

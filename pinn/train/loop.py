@@ -22,7 +22,7 @@ import numpy as np
 
 from . import observers as _obs
 from .checkpoint import CheckpointError, intact_checkpoint, load_checkpoint, read_header
-from .core import STATUS_NAMES, Core, warn
+from .core import RUNNING, STALLED, STATUS_NAMES, Core, warn
 from .history import as_float, float_or_none, history_row
 from .optim import Stage
 from .result import Interrupted, TrainingDiverged, TrainResult
@@ -31,6 +31,10 @@ from .weighting import Fixed
 __all__ = ["run", "TrainResult", "TrainingDiverged", "Interrupted"]
 
 log = logging.getLogger(__name__)
+
+#: Steps per chunk at most while a "mixed" stage runs in float32 (its stall is seen at the
+#: chunk's end, and the steps skipped since are not run in float64).
+MIXED_CHUNK = 50
 
 
 class _Loop:
@@ -52,7 +56,7 @@ class _Loop:
         else:
             self.state = self.core.fresh_state(params, key)
         # the later stages compile in the background while this one compiles and trains
-        self.core.compile_ahead(params, key, range(self.stage + 1, len(self.core.stages)))
+        self.core.compile_ahead(params, key, self.stage)
         started = []
         try:
             for obs in self.observers:
@@ -60,7 +64,8 @@ class _Loop:
                 started.append(obs)
             self.info.t_start = time.perf_counter()
             if resume_from is None:
-                self._start_stage()
+                self._start_stage()  # compiles this stage's program
+            self.core.compile_ahead(params, key, self.stage, float64=True)
             self._stages()
             self._emit("end")
         except BaseException:
@@ -96,6 +101,9 @@ class _Loop:
                 f"{opt_names} starting at {core.starts} and terms {core.names}. Resume with the "
                 "same stages (later stages may change) or start without resume."
             )
+        escalated = {int(k): int(v) for k, v in meta.get("escalated", {}).items()}
+        core.escalated.update(escalated)  # "mixed" stages already in float64
+        self.info.escalated.update(escalated)
         state, _ = load_checkpoint(path, core.template(params, key, stage))
         self.state = core.place(state)
         self.step, self.stage = int(meta["step"]), stage
@@ -158,11 +166,15 @@ class _Loop:
             "status": STATUS_NAMES[status],
             "stopped_at": int(np.asarray(state["status_step"])) if status else self.core.ends[i],
             "grad_norm": float_or_none(self.last_report["grad_norm"]),
+            **({"float64_from": self.info.escalated[i]} if i in self.info.escalated else {}),
         })
 
     def _chunk(self) -> None:
         core, end = self.core, self.core.ends[self.stage]
         stop = min(self.step + self.chunk, end)
+        if core.can_escalate(self.stage):
+            # a float32 stall skips the rest of its chunk: short chunks waste few steps
+            stop = min(stop, self.step + MIXED_CHUNK)
         for every in self.cuts:
             stop = min(stop, (self.step // every + 1) * every)
         t0 = time.perf_counter()
@@ -172,13 +184,32 @@ class _Loop:
             self._nonfinite(report, stop)
             return
         self.state, self.step, self.last_report = new_state, stop, report
+        escalate = (int(report["status"]) == STALLED and self.step < end
+                    and core.can_escalate(self.stage))
+        if escalate:  # a "mixed" stage at float32's floor goes on in float64
+            report = {**report, "status": np.int32(RUNNING)}
         event = self._emit("chunk", report=report, row=self._row(report, None, rate))
+        if escalate:
+            self._escalate(int(new_state["status_step"]))
         if event.stage_end is not None and self.step < end:
             name, message = event.stage_end
             self.step, self.state = end, core.skip_to(self.state, end)
             self._emit("stage_stop", report=report,
                        row={**event.row, "event": name, "message": message})
         self._emit("boundary", report=report)
+
+    def _escalate(self, at: int) -> None:
+        """Convert the state of a ``"mixed"`` stage to float64 (:meth:`Core.escalate`) after
+        its float32 line search stalled at step ``at``; the steps skipped since go on."""
+        core, i = self.core, self.stage
+        self.state = core.escalate(self.state, i)
+        self.info.escalated[i] = at
+        name = type(core.stages[i].optimizer).__name__
+        message = (f"{name} stalled in float32 at step {at} (the loss at float32's rounding "
+                   f"floor): continuing in float64 from step {self.step}")
+        log.info(message)
+        self._emit("escalate", row={**self.info.rows[-1], "event": "float64",
+                                    "message": message})
 
     def _nonfinite(self, report: dict, until: int) -> None:
         event = self._emit("nonfinite", report=report, until=until)

@@ -83,6 +83,7 @@ class RunInfo:
     stage_reports: list[dict] = field(default_factory=list)
     rollbacks: list[dict] = field(default_factory=list)
     checkpoint: Path | None = None
+    escalated: dict[int, int] = field(default_factory=dict)  # "mixed" stage -> float64 from
     elapsed_before: float = 0.0
     t_start: float = field(default_factory=time.perf_counter)
 
@@ -297,7 +298,7 @@ class Progress(Observer):
             if view.status(self._status(event), force=self._fresh_stage):
                 self._shown = event.step
             self._fresh_stage = False
-        elif kind in ("stage_stop", "rollback"):
+        elif kind in ("stage_stop", "rollback", "escalate"):
             view.note(kind, str(event.row.get("message", kind)), step=event.step)
         elif kind == "boundary":
             info = event.info
@@ -390,6 +391,7 @@ class Checkpoints(Observer):
             "elapsed": info.elapsed(),
             "stage_reports": info.stage_reports,
             "rollbacks": info.rollbacks,
+            "escalated": {str(k): v for k, v in info.escalated.items()},
         }
         self.last = save_checkpoint(self.directory, event.step, event.state, meta,
                                     keep=self.keep)

@@ -167,6 +167,7 @@ class LBFGS:
 
     full_batch = True
     line_search = True  # the update takes the loss function (value_fn)
+    supports_mixed = True  # Stage precision "mixed": float32, then float64 once stalled
 
     def __post_init__(self) -> None:
         _check_int("LBFGS", "memory", self.memory, minimum=1)
@@ -263,6 +264,17 @@ def as_optimizer(obj: Any) -> Any:
 
 Optimizer = Adam | AdamW | LBFGS | Optax
 
+#: A stage's precision that starts in float32 and goes on in float64 (:class:`Stage`).
+MIXED = "mixed"
+
+
+def precision_bits(precision: int | str | None, escalated: bool = False) -> int | None:
+    """The float width a stage of ``precision`` runs in now: a ``"mixed"`` stage 32, or 64
+    once ``escalated``; 32, 64 and ``None`` (the run's) as they are."""
+    if precision == MIXED:
+        return 64 if escalated else 32
+    return precision
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -272,7 +284,11 @@ class Stage:
     transformation (``Stage(optax.adamw(1e-3), 1000)``) or factory ``steps ->
     transformation`` (wrapped in :class:`Optax`). ``precision``: 32 or 64 to run this stage
     in float32 or float64 whatever the others do (the parameters and the optimiser-relevant
-    state are converted once, when the stage starts); ``None``: the run's precision.
+    state are converted once, when the stage starts); ``"mixed"`` (a line-search stage:
+    L-BFGS, SSBroyden) to start it in float32, where each step costs about half, and go on
+    in float64 from the step its float32 line search stalls (the loss at float32's rounding
+    floor), the state converted once and the curvature memory kept; ``None``: the run's
+    precision.
     """
 
     optimizer: Any
@@ -282,9 +298,15 @@ class Stage:
     def __post_init__(self) -> None:
         object.__setattr__(self, "optimizer", as_optimizer(self.optimizer))
         _check_int("Stage", "steps", self.steps, minimum=1)
-        if self.precision not in (None, 32, 64) or isinstance(self.precision, bool):
-            raise ValueError(f"Stage: precision must be 32, 64 or None (the run's), got "
-                             f"{self.precision!r}.")
+        if self.precision not in (None, 32, 64, MIXED) or isinstance(self.precision, bool):
+            raise ValueError(f"Stage: precision must be 32, 64, 'mixed' or None (the run's), "
+                             f"got {self.precision!r}.")
+        if self.precision == MIXED and not getattr(self.optimizer, "supports_mixed", False):
+            raise ValueError(
+                f"Stage: precision 'mixed' (float32, then float64 once the line search stalls) "
+                f"needs a quasi-Newton optimiser with a line search (LBFGS, SSBroyden, "
+                f"SSBFGS), got "
+                f"{type(self.optimizer).__name__}; give it 32 or 64.")
 
     @property
     def full_batch(self) -> bool:

@@ -20,8 +20,10 @@ direction, ``H`` restarts from the identity scaled by ``yᵀs / yᵀy`` (or the 
 
 The dense ``H`` has ``n²`` entries for ``n`` parameters: cheap for the small networks these
 methods are meant for (a 3×30 MLP has ~2 000 parameters: 32 MB in float64), refused above
-``max_params``. Use float64 (``precision: 64``): in float32 the line search stalls at the
-loss's rounding floor long before these methods pay off.
+``max_params``. End in float64: in float32 the line search stalls at the loss's rounding
+floor long before these methods pay off. ``precision: auto`` (the default) runs the stage
+``"mixed"``: float32 steps (about half the cost) until that stall, then float64 from the same
+point with ``H`` kept (:meth:`pinn.train.core.Core.escalate`).
 """
 
 from __future__ import annotations
@@ -179,7 +181,8 @@ class SSBroyden:
 
     full_batch = True
     line_search = True  # the update takes the loss function (value_fn)
-    prefers_float64 = True  # precision "auto" (the default) trains in float64
+    prefers_float64 = True  # precision "auto" (the default) ends the stage in float64
+    supports_mixed = True  # ... after starting it in float32 (Stage precision "mixed")
 
     def __post_init__(self) -> None:
         name = type(self).__name__
