@@ -304,6 +304,7 @@ def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
     # pointwise multipliers (RBA) are held fixed in a full-batch stage, those of new points
     # restarted: every line search and curvature pair sees one loss
     refit = getattr(spec.weighting, "refit", None)
+    line_step = getattr(spec.optimizer, "line_step", None)
 
     def skip(state):
         nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
@@ -324,16 +325,21 @@ def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
         batch = with_multipliers(state["batch"], state["weights"])
         w = state["weights"]["weights"]
         f = lambda q: weighted(q, batch, w)[0]
-        value, grad = optax.value_and_grad_from_state(f)(p, state=opt)
-        gnorm = optax.tree.norm(grad)
-        updates, new_opt = tx.update(grad, opt, p, value=value, grad=grad, value_fn=f)
-        new_p = optax.apply_updates(p, updates)
+        if line_step is not None:  # the optimiser's own step (one call site of f)
+            value, gnorm, new_p, updates, new_opt, fresh = line_step(f, p, opt)
+        else:
+            value, grad = optax.value_and_grad_from_state(f)(p, state=opt)
+            gnorm = optax.tree.norm(grad)
+            updates, new_opt = tx.update(grad, opt, p, value=value, grad=grad, value_fn=f)
+            new_p = optax.apply_updates(p, updates)
+            fresh = jnp.asarray(False)  # optax evaluates at p itself
         new_value = optax.tree.get(new_opt, "value")
         nonfinite = ~jnp.isfinite(new_value) | ~_all_finite(new_p)
         # stalled: the step leaves the parameters as they are, or the line search found
         # no decrease of the loss (in float32 the loss has reached its rounding floor;
-        # going on would spend every step on a full line search for nothing)
-        stalled = (optax.tree.norm(updates) == 0) | ~(new_value < value)
+        # going on would spend every step on a full line search for nothing); a step that
+        # only evaluated the loss (fresh) is neither
+        stalled = ~fresh & ((optax.tree.norm(updates) == 0) | ~(new_value < value))
         # a stall with curvature memory may be the memory's fault (pairs from far away, a
         # poor scaling): restart from a fresh memory at the same point; only a stall right
         # after a restart ends the stage (the loss is then truly at its floor)

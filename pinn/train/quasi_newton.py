@@ -38,7 +38,7 @@ from jax.flatten_util import ravel_pytree
 
 from .optim import _check_int, _check_positive
 
-__all__ = ["SSBroyden", "SSBFGS", "scale_by_self_scaled_broyden"]
+__all__ = ["SSBroyden", "SSBFGS", "scale_by_self_scaled_broyden", "wolfe_search"]
 
 Method = Literal["ssbroyden", "ssbfgs", "bfgs"]
 
@@ -153,6 +153,131 @@ def scale_by_self_scaled_broyden(method: Method = "ssbroyden") -> optax.Gradient
     return optax.GradientTransformation(init, update)
 
 
+class _Search(NamedTuple):
+    """The carry of :func:`wolfe_search` (scalars along the direction, ``g_*`` vectors)."""
+
+    trials: jax.Array
+    alpha: jax.Array  # the next trial step
+    zoom: jax.Array  # False: bracketing (growing the step), True: zooming in a bracket
+    a_prev: jax.Array
+    f_prev: jax.Array
+    d_prev: jax.Array
+    lo: jax.Array
+    f_lo: jax.Array
+    d_lo: jax.Array
+    hi: jax.Array
+    f_hi: jax.Array
+    d_hi: jax.Array
+    done: jax.Array
+    tight: jax.Array  # the bracket has shrunk below ``interval`` with no acceptable step
+    best_a: jax.Array  # the lowest value seen (the fallback when no step is strong-Wolfe)
+    best_f: jax.Array
+    best_g: jax.Array
+    ok_a: jax.Array  # the accepted (strong-Wolfe) step
+    ok_f: jax.Array
+    ok_g: jax.Array
+
+
+def _cubic_step(a, fa, da, b, fb, db):
+    """The minimiser of the cubic through ``(a, fa, da)`` and ``(b, fb, db)`` (Nocedal &
+    Wright, eq. 3.59), kept in the middle 80 % of the interval; its midpoint when the cubic
+    has none."""
+    d1 = da + db - 3.0 * _safe_div(fa - fb, a - b)
+    d2 = jnp.sign(b - a) * jnp.sqrt(jnp.maximum(d1 * d1 - da * db, 0.0))
+    t = b - (b - a) * _safe_div(db + d2 - d1, db - da + 2.0 * d2)
+    low, high = jnp.minimum(a, b), jnp.maximum(a, b)
+    margin = 0.1 * (high - low)
+    t = jnp.where(jnp.isfinite(t), t, 0.5 * (a + b))
+    return jnp.clip(t, low + margin, high - margin)
+
+
+def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array,
+                 d: jax.Array, fresh: jax.Array, max_trials: int, c1: float = 1e-4,
+                 c2: float = 0.9, max_step: float = 1e3, approx: float = 1e-6,
+                 interval: float = 1e-5) -> tuple[jax.Array, ...]:
+    """A strong-Wolfe line search along ``d`` from ``x`` (``f0``, ``g0``: value and gradient
+    there), the bracketing and zoom phases of Nocedal & Wright (Algorithms 3.5, 3.6; cubic
+    interpolation; the approximate sufficient decrease of Hager & Zhang within ``approx``
+    of ``f0``, as optax's) as one loop with one call of ``value_and_grad``: traced once, the step
+    program compiles in about half the time of optax's zoom line search, which calls it in
+    three places. The first trial is the step 1. ``fresh``: ``f0``/``g0`` are unknown (a
+    new batch, a restart): the only trial is ``x`` itself.
+
+    Returns ``(alpha, f, g, moved, trials)``: the step taken, the value and gradient there,
+    whether it moved, and the evaluations made. Without a strong-Wolfe step in
+    ``max_trials`` evaluations (or once the bracket is narrower than ``interval``, as
+    optax's) it takes the lowest value seen if below ``f0``, else none.
+    """
+    dt = f0.dtype
+    slope = jnp.vdot(g0, d)
+    zero = jnp.zeros((), dt)
+    start = _Search(
+        trials=jnp.zeros((), jnp.int32), alpha=jnp.where(fresh, zero, jnp.ones((), dt)),
+        zoom=jnp.asarray(False), a_prev=zero, f_prev=f0, d_prev=slope, lo=zero, f_lo=f0,
+        d_lo=slope, hi=zero, f_hi=f0, d_hi=slope, done=jnp.asarray(False),
+        tight=jnp.asarray(False), best_a=zero,
+        best_f=jnp.where(fresh, jnp.asarray(jnp.inf, dt), f0), best_g=g0, ok_a=zero,
+        ok_f=f0, ok_g=g0)
+
+    def cond(c: _Search) -> jax.Array:
+        return ~c.done & ~c.tight & (c.trials < max_trials)
+
+    def body(c: _Search) -> _Search:
+        a = c.alpha
+        f, g = value_and_grad(x + a * d)
+        f = jnp.where(jnp.isfinite(f), f, jnp.inf)  # a non-finite trial: too far
+        da = jnp.vdot(g, d)
+        # sufficient decrease: Armijo's, or near a minimiser (no rise beyond rounding) Hager
+        # & Zhang's approximate form (2006, eq. 23), which rounding cannot defeat
+        armijo = (f <= f0 + c1 * a * slope) | (
+            (da <= (2.0 * c1 - 1.0) * slope) & (f <= f0 + approx * jnp.abs(f0)))
+        curvature = jnp.abs(da) <= -c2 * slope
+        better = f < c.best_f
+        best_a, best_f = jnp.where(better, a, c.best_a), jnp.where(better, f, c.best_f)
+        best_g = jnp.where(better, g, c.best_g)
+        # bracketing: a bracket [prev, a] once a fails Armijo or stops decreasing, an
+        # accepted step when Armijo and the curvature hold, a bracket [a, prev] when the
+        # slope turns positive, else a step twice as long
+        b_hi = ~armijo | ((c.trials > 0) & (f >= c.f_prev))
+        b_ok = ~b_hi & curvature
+        b_flip = ~b_hi & ~b_ok & (da >= 0)
+        # zooming in [lo, hi]: a failing a becomes hi; else a accepted, or the new lo
+        z_hi = ~armijo | (f >= c.f_lo)
+        z_ok = ~z_hi & curvature
+        z_swap = ~z_hi & ~z_ok & (da * (c.hi - c.lo) >= 0)
+        zoom = c.zoom
+        ok = jnp.where(zoom, z_ok, b_ok) | fresh
+        new_lo = jnp.where(zoom, ~z_hi, b_flip)  # a becomes lo
+        lo = jnp.where(zoom, jnp.where(z_hi, c.lo, a), jnp.where(b_hi, c.a_prev, a))
+        f_lo = jnp.where(zoom, jnp.where(z_hi, c.f_lo, f), jnp.where(b_hi, c.f_prev, f))
+        d_lo = jnp.where(zoom, jnp.where(z_hi, c.d_lo, da), jnp.where(b_hi, c.d_prev, da))
+        hi = jnp.where(zoom, jnp.where(z_hi, a, jnp.where(z_swap, c.lo, c.hi)),
+                       jnp.where(b_hi, a, c.a_prev))
+        f_hi = jnp.where(zoom, jnp.where(z_hi, f, jnp.where(z_swap, c.f_lo, c.f_hi)),
+                         jnp.where(b_hi, f, c.f_prev))
+        d_hi = jnp.where(zoom, jnp.where(z_hi, da, jnp.where(z_swap, c.d_lo, c.d_hi)),
+                         jnp.where(b_hi, da, c.d_prev))
+        del new_lo
+        zoom_next = zoom | b_hi | b_flip
+        grow = jnp.minimum(2.0 * a, max_step)
+        nxt = jnp.where(zoom_next, _cubic_step(lo, f_lo, d_lo, hi, f_hi, d_hi), grow)
+        return _Search(
+            trials=c.trials + 1, alpha=nxt, zoom=zoom_next, a_prev=a, f_prev=f, d_prev=da,
+            lo=lo, f_lo=f_lo, d_lo=d_lo, hi=hi, f_hi=f_hi, d_hi=d_hi, done=ok,
+            tight=zoom_next & (jnp.abs(hi - lo) < interval),
+            best_a=best_a, best_f=best_f, best_g=best_g,
+            ok_a=jnp.where(ok, a, c.ok_a), ok_f=jnp.where(ok, f, c.ok_f),
+            ok_g=jnp.where(ok, g, c.ok_g))
+
+    c = jax.lax.while_loop(cond, body, start)
+    fallback = ~c.done & (c.best_f < f0)
+    alpha = jnp.where(c.done, c.ok_a, jnp.where(fallback, c.best_a, zero))
+    f = jnp.where(c.done, c.ok_f, jnp.where(fallback, c.best_f, f0))
+    g = jnp.where(c.done, c.ok_g, jnp.where(fallback, c.best_g, g0))
+    moved = (c.done & ~fresh) | fallback
+    return alpha, f, g, moved, c.trials
+
+
 @dataclass(frozen=True)
 class SSBroyden:
     """Self-scaled Broyden quasi-Newton (dense inverse Hessian), run full batch.
@@ -215,6 +340,38 @@ class SSBroyden:
 
         return optax.GradientTransformationExtraArgs(init, inner.update)
 
+    def line_step(self, f: Any, params: Any, opt_state: Any) -> tuple[Any, ...]:
+        """One step of the training core (:mod:`pinn.train.core`) on the loss ``f`` with a
+        single call site of ``f``'s value and gradient (:func:`wolfe_search`), on the state
+        of :meth:`make`: the direction ``-H g`` from the stored value and gradient, then the
+        line search. Where none is stored (the stage's start, a new batch, a restart) the
+        step only evaluates ``f`` at ``params``: it takes no step and is not a stall.
+
+        Returns ``(value, grad_norm, new_params, updates, new_state, fresh)``: the value and
+        gradient norm at ``params``, and whether they were unknown (``fresh``)."""
+        qn, ls = opt_state[0], opt_state[1]
+        x, unravel = ravel_pytree(params)
+        g0 = ravel_pytree(ls.grad)[0]
+        f0 = jnp.asarray(ls.value, x.dtype)
+        fresh = ~jnp.isfinite(f0)
+        direction = scale_by_self_scaled_broyden(self.method)
+        d_tree, qn = jax.lax.cond(
+            fresh, lambda: (jax.tree.map(jnp.zeros_like, params), qn),
+            lambda: direction.update(unravel(g0), qn, params))
+        d = ravel_pytree(d_tree)[0]
+        value_and_grad = jax.value_and_grad(lambda z: f(unravel(z)))
+        alpha, f1, g1, moved, trials = wolfe_search(
+            value_and_grad, x, f0, g0, d, fresh, self.max_linesearch_steps)
+        step = jnp.where(moved, alpha, 0.0) * d
+        ls = ls._replace(learning_rate=jnp.asarray(alpha, jnp.result_type(ls.learning_rate)),
+                         value=jnp.asarray(f1, jnp.result_type(ls.value)), grad=unravel(g1),
+                         info=ls.info._replace(num_linesearch_steps=jnp.asarray(
+                             trials, jnp.result_type(ls.info.num_linesearch_steps))))
+        value = jnp.where(fresh, f1, f0)
+        gnorm = jnp.linalg.norm(jnp.where(fresh, g1, g0))
+        return (value, gnorm, unravel(x + step), unravel(step), (qn, ls, *opt_state[2:]),
+                fresh)
+
     def fresh_memory(self, opt_state: Any) -> jax.Array:
         """Whether ``H`` is fresh (at most one step since (re)start): a stall then ends the
         stage; a stall with an older ``H`` restarts it from the identity."""
@@ -223,7 +380,9 @@ class SSBroyden:
     def resample_due(self, opt_state: Any) -> jax.Array:
         """Whether this step starts on a new batch (every ``resample_every`` steps)."""
         count = opt_state[0].count
-        return (count > 0) & (count % self.resample_every == 0)
+        # not again before a step is taken on the new batch (a step that only evaluates
+        # the loss there does not count)
+        return (count > 0) & (count % self.resample_every == 0) & ~opt_state[0].fresh
 
     def refresh(self, opt_state: Any) -> Any:
         """The state for a new batch: keep ``H``, drop the stored loss (recomputed) and the
