@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from pinn.report import write_run
 from pinn.report.metrics import peak_memory_mb
 from pinn.solution import Solution, build_network
 from pinn.train import Fixed, TrainingDiverged, TrainResult, run
+from pinn.train.core import compiler_options
 from pinn.train.loss import Assembly, assemble
 from pinn.train.microbatch import memory_per_point
 from pinn.train.weighting import Causal, with_residual_terms, with_term_weights
@@ -129,6 +131,8 @@ class Run:
         gave_up = None
         precisions = self.training.stage_precisions(self.precision)
         with precision_scope(self.precision):
+            if hasattr(self.evaluate, "ahead"):
+                self.evaluate.ahead(self.params["net"])
             try:
                 result = run(self.assembly.terms_fn, self.params,
                              **{**self.loop_arguments(), **loop_overrides})
@@ -232,15 +236,37 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
         ref = {k: np.asarray(v, dtype=np.float64)[keep]
                for k, v in problem.reference.values.items()}
     shift = ev.up_to_constant(problem)
-    apply_j = jax.jit(apply)
+    apply_j = jax.jit(apply, compiler_options=compiler_options())
     x = jnp.asarray(pts, dtype)
 
     def evaluate(p):
-        out = np.asarray(apply_j(p["net"], x))
+        # the network in the run's precision whatever its stage's (a float32 stage of a
+        # float64 run), converted on the host: one program for the whole run
+        net = jax.tree.map(lambda a: np.asarray(a, dtype), p["net"])
+        out = np.asarray(apply_j(net, x))
         pred = {f: out[:, i] for i, f in enumerate(problem.field_names)}
         errs = ev.field_errors(pred, ref, shift)["rel_l2"]
         return {f"rel_l2_{k}": v for k, v in errs.items()}
 
+    def ahead(net) -> threading.Thread:
+        """Compile the program in a background thread, beside the first stage's (XLA
+        compiles on one core): the first evaluation then finds it compiled."""
+        shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), dtype), net)
+        x64 = bool(jax.config.read("jax_enable_x64"))
+
+        def work():
+            try:
+                with jax.enable_x64(x64):
+                    apply_j.lower(shapes, x).compile()
+            except Exception as err:  # noqa: BLE001 - the first evaluation compiles again
+                warnings.warn(f"compiling the evaluation ahead failed: {err!r}",
+                              RuntimeWarning, stacklevel=2)
+
+        thread = threading.Thread(target=work, name="pinn-compile-eval", daemon=True)
+        thread.start()
+        return thread
+
+    evaluate.ahead = ahead
     return evaluate
 
 

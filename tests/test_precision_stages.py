@@ -127,8 +127,8 @@ def test_a_mixed_stage_goes_on_in_float64_from_its_float32_floor(tmp_path):
 
 
 def test_a_mixed_stage_compiles_each_precision_once():
-    """The float64 program of a "mixed" stage compiles ahead, in the background, in the
-    state the switch makes (integer counters included): two chunk compilations in all."""
+    """A "mixed" stage's float64 program compiles once, when its float32 line search stalls,
+    for the state the switch makes (integer counters included): two chunk compilations."""
     with jax.enable_x64(True), _Compiles() as log:
         params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
         res = run(fit_terms, params,

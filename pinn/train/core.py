@@ -385,6 +385,15 @@ def _report(state: Any, weighted: Callable, finite: jax.Array, gnorm: jax.Array)
     }
 
 
+def compiler_options() -> dict[str, Any]:
+    """XLA options for the training programs on the default backend. On CPU, XLA's older
+    loop emitters instead of its MLIR fusion emitters: measured on 2 cores (jax 0.10.2),
+    the self-scaled Broyden chunk of heat2d compiles in 2.1 s instead of 3.1 s and that of
+    burgers1d in 2.0 s instead of 2.8 s, each step as fast (benchmarks/TIME_TO_ACCURACY.md).
+    None elsewhere."""
+    return {"xla_cpu_use_fusion_emitters": False} if jax.default_backend() == "cpu" else {}
+
+
 @functools.lru_cache(maxsize=8)
 def _chunk_program(spec: _Program) -> Callable:
     """The jitted chunk function for one stage (cached: equal specs share a compilation)."""
@@ -423,7 +432,7 @@ def _chunk_program(spec: _Program) -> Callable:
             report["lr"] = schedule(state["step"] - stage_start) * state["lr_scale"]
         return state, report
 
-    return jax.jit(chunk_fn)
+    return jax.jit(chunk_fn, compiler_options=compiler_options())
 
 
 def _terms_shape(terms_fn: Callable, params: Any, batch_shape: Any) -> tuple[dict, bool]:
@@ -466,7 +475,7 @@ class Core:
     _programs: dict = field(default_factory=dict)
     _ahead: dict = field(default_factory=dict)  # {(stage, bits): Future} compiling ahead
     escalated: set = field(default_factory=set)  # "mixed" stages now running in float64
-    _pool: Any = None  # the compile-ahead thread
+    _entries: dict = field(default_factory=dict)  # {stage: jitted enter_stage}
     sharding: Any = None  # pinn.train.sharding.Sharding: the points split over a mesh
     micro: int = 1  # micro-batches per step (pinn.train.microbatch)
 
@@ -594,7 +603,7 @@ class Core:
         """``sample_fn`` compiled as one program: drawn outside the chunk programs (the
         first batch, each stage's), it would otherwise run op by op, and each op compiles
         once per precision (RAD's residual on its whole pool: seconds)."""
-        return jax.jit(self.sample_fn)
+        return jax.jit(self.sample_fn, compiler_options=compiler_options())
 
     def fresh_state(self, params: Any, key: jax.Array) -> dict:
         """The state at step 0: a first batch drawn with a key split from ``key``."""
@@ -620,41 +629,33 @@ class Core:
                      self.sharding, self.micro)
         )
 
-    def compile_ahead(self, params: Any, key: jax.Array, current: int, *,
-                      float64: bool = False) -> None:
+    def compile_ahead(self, params: Any, key: jax.Array, current: int) -> None:
         """Compile the programs of the stages after ``current`` (those with steps) in a
         background thread, one after another, while the ``current`` stage compiles and
         trains: :meth:`call` then waits only for what is left of a stage's compilation.
         XLA's compilation of a second-order stage (seconds) then runs beside the first
         stage's steps (on two cores, both slowed: one compilation beside another gains
-        little, beside training it hides up to half the training's time). ``float64``: the
-        float64 programs of the ``"mixed"`` stages from ``current`` on, queued after those
-        (the loop asks once the current program has compiled; it is the last request). Only
-        on one device without a mesh; a failure here is left to :meth:`call`, which compiles
-        (and raises) as before. ``params``: the run's (internal) parameters, whose shapes
-        fix each stage's state (:meth:`template`)."""
-        if float64:  # needed only once a float32 line search stalls
-            todo = [(i, 64) for i in range(current, len(self.stages)) if self.can_escalate(i)]
-        else:
-            todo = [(i, self.bits(i)) for i in range(current + 1, len(self.stages))
-                    if self.stages[i].steps > 0]
-        todo = [k for k in todo if k not in self._programs and k not in self._ahead]
-        if self.sharding is None and todo:
-            self._submit(params, key, todo)
-        if float64 and self._pool is not None:  # the last request: the thread ends when done
-            self._pool.shutdown(wait=False)
-            self._pool = None
-
-    def _submit(self, params: Any, key: jax.Array, todo: list[tuple[int, int | None]]) -> None:
+        little, beside training it hides up to half the training's time), each after the
+        program that enters it from the previous stage (:meth:`_entry`). Not the float64
+        program of a ``"mixed"`` stage: needed only once its float32 line search stalls, it
+        compiles then (compiled beside the float32 steps, it would slow them by as much).
+        Only on one device without a mesh; a failure here is left to :meth:`call`, which
+        compiles (and raises) as before. ``params``: the run's (internal) parameters, whose
+        shapes fix each stage's state (:meth:`template`)."""
+        todo = [i for i in range(current + 1, len(self.stages))
+                if self.stages[i].steps > 0 and (i, self.bits(i)) not in self._programs]
+        if self.sharding is not None or not todo:
+            return
         params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)),
                               params)
         # the thread traces in the caller's precision (JAX's float64 switch is per thread)
         x64 = bool(jax.config.read("jax_enable_x64"))
-        if self._pool is None:  # one thread: the programs compile one after another
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                1, thread_name_prefix="pinn-compile")
-        for i, bits in todo:
-            self._ahead[i, bits] = self._pool.submit(self._compile, params, key, i, bits, x64)
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pinn-compile")
+        for i in todo:
+            self._ahead["enter", i] = pool.submit(self._compile_entry, params, key, i, x64)
+            self._ahead[i, self.bits(i)] = pool.submit(self._compile, params, key, i,
+                                                        self.bits(i), x64)
+        pool.shutdown(wait=False)
 
     def _compile(self, params: Any, key: jax.Array, stage: int, bits: int | None,
                  x64: bool) -> None:
@@ -663,8 +664,21 @@ class Core:
                 state = self.template(params, key, stage, bits)
                 with self._precision(stage, bits):
                     self._program(stage).lower(state, np.int32(0), np.int32(0)).compile()
+
         except Exception as err:  # noqa: BLE001 - call() compiles again and reports it
             log.debug("compiling stage %d ahead failed: %r", stage, err)
+
+    def _compile_entry(self, params: Any, key: jax.Array, stage: int, x64: bool) -> None:
+        """Compile the way into ``stage`` (:meth:`_entry`) from the previous stage's state
+        (a ``"mixed"`` one's in float64, where it ends)."""
+        try:
+            with jax.enable_x64(x64):
+                before = self.stages[stage - 1].precision == "mixed"
+                prev = self.template(params, key, stage - 1, 64 if before else None)
+                with self._precision(stage):
+                    self._entry(stage).lower(prev).compile()
+        except Exception as err:  # noqa: BLE001 - enter_stage() compiles again
+            log.debug("compiling the entry of stage %d ahead failed: %r", stage, err)
 
     def call(self, stage: int, state: Any, n: int) -> tuple[Any, dict]:
         """``n`` steps of ``stage`` from ``state``: the new state and the (host) report."""
@@ -689,15 +703,32 @@ class Core:
         """The state at the start of ``stage`` (fresh optimiser; a fresh batch if resampling),
         converted once to the stage's precision where it has its own."""
         with self._precision(stage):
-            return self._enter_stage(self.convert(state, stage), stage)
+            if self.sharding is not None:
+                return self._enter_stage(self.convert(state, stage), stage, self._sample)
+            ahead = self._ahead.pop(("enter", stage), None)
+            if ahead is not None:  # compiled in the background: wait for what is left
+                ahead.result()
+            return self._entry(stage)(state)
 
-    def _enter_stage(self, state: Any, stage: int) -> Any:
+    def _entry(self, stage: int) -> Callable:
+        """:meth:`enter_stage` on one device as one program: run op by op, the conversions
+        and the optimiser's fresh state compile an operation at a time (0.5-1.5 s at a
+        stage change on 2 cores); compiled ahead with the stage's chunk program."""
+        if stage not in self._entries:
+            def enter(state):
+                return _strong(self._enter_stage(self.convert(state, stage), stage,
+                                                 self.sample_fn))
+
+            self._entries[stage] = jax.jit(enter, compiler_options=compiler_options())
+        return self._entries[stage]
+
+    def _enter_stage(self, state: Any, stage: int, sample: Callable) -> Any:
         if self.resample_every is not None:
             # a fresh batch for the new stage (with RAD: drawn where the current residual is
             # large), so that a full-batch stage such as L-BFGS, and each of several L-BFGS
             # stages in a row, fits points of its own
             k, sub = jax.random.split(state["key"])
-            state = {**state, "key": k, "batch": _strong(self._sample(sub, state["params"]))}
+            state = {**state, "key": k, "batch": _strong(sample(sub, state["params"]))}
         return self.place({
             **state,
             "opt": _strong(self.txs[stage].init(state["params"])),

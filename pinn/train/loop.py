@@ -64,8 +64,7 @@ class _Loop:
                 started.append(obs)
             self.info.t_start = time.perf_counter()
             if resume_from is None:
-                self._start_stage()  # compiles this stage's program
-            self.core.compile_ahead(params, key, self.stage, float64=True)
+                self._start_stage()
             self._stages()
             self._emit("end")
         except BaseException:
