@@ -12,9 +12,13 @@ A stage with a ``precision`` of its own (``Stage(..., precision=32)``) is traced
 that precision (:func:`stage_precision`), its state converted once when the stage starts
 (:meth:`Core.enter_stage`): float32 Adam, then float64 SSBroyden in one run.
 
-The later stages' programs compile in a background thread from the start of a run
-(:meth:`Core.compile_ahead`), so that a stage change waits only for what is left of its
-compilation; the programs are those the stages run (tested: one compilation per stage).
+A ``"mixed"`` stage (line-search methods) starts in float32 and, once its line search
+stalls at float32's rounding floor, goes on in float64 (:meth:`Core.escalate`).
+
+The later stages' programs, and the programs that enter them, compile in a background
+thread from the start of a run (:meth:`Core.compile_ahead`), so that a stage change waits
+only for what is left of its compilation; the programs are those the stages run (tested:
+one compilation per stage).
 """
 
 from __future__ import annotations

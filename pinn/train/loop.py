@@ -199,7 +199,8 @@ class _Loop:
 
     def _escalate(self, at: int) -> None:
         """Convert the state of a ``"mixed"`` stage to float64 (:meth:`Core.escalate`) after
-        its float32 line search stalled at step ``at``; the steps skipped since go on."""
+        its float32 line search stalled at step ``at`` (the steps the chunk skipped since
+        then are not made up: :data:`MIXED_CHUNK` bounds them)."""
         core, i = self.core, self.stage
         self.state = core.escalate(self.state, i)
         self.info.escalated[i] = at
