@@ -199,7 +199,8 @@ def run_entry(entry: Entry, mode: str) -> dict:
             "rel_l2": m.get("rel_l2", {}), "max_abs_error": m.get("max_abs_error", {}),
             "steps": m.get("steps"), "train_seconds": m.get("train_seconds"),
             "compile_seconds": m.get("compile_seconds"), "wall_seconds": m.get("wall_seconds"),
-            "precision": built.precision, "params": sol.learned_params(),
+            "precision": built.precision, "stage_precisions": list(built.stage_precisions),
+            "params": sol.learned_params(),
             "history": [{k: r.get(k) for k in ("step", "time", "loss") + tuple(
                 c for c in r if c.startswith("eval."))} for r in sol.history
                 if r.get("event") is None],
@@ -390,7 +391,9 @@ def report(data: dict, command: str) -> str:
         if p.get("param_rel_error"):
             err += "; " + ", ".join(f"{k} off by {100 * v:.2g}%"
                                     for k, v in p["param_rel_error"].items())
-        if p.get("precision") == 64:
+        if "mixed" in (p.get("stage_precisions") or ()):
+            err += " (mixed: float32, then float64)"
+        elif p.get("precision") == 64:
             err += " (float64)"
         ptime = (f"{C.fmt(p.get('wall_seconds'), '.0f')} "
                  f"({C.fmt(p.get('compile_seconds'), '.0f')})")
