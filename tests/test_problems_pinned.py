@@ -52,9 +52,9 @@ class Pin:
 
 
 FULL = {
-    # RESULTS.md: 1.93e-4 (advection, c = 80, 851 s, 32 time windows of 1000 Adam + 500
-    # SSBroyden, float64, 2 cores, Intel Xeon, load 1.3); a factor 3 as for heat2d
-    "advection": Pin({"u": 6e-4}),
+    # RESULTS.md: 1.23e-4 (advection, c = 80, 590 s, 32 time windows of 1000 Adam + 500
+    # SSBroyden, float64, 2 cores, Intel Xeon, load ~2); a factor 3 as for heat2d
+    "advection": Pin({"u": 3.7e-4}),
     # RESULTS.md: 3.58e-5 (allen_cahn1d, 399 s, 2000 Adam + 7000 SSBroyden, float64, 2
     # cores, Intel Xeon, load ~2); a factor 3 as for heat2d
     "allen_cahn1d": Pin({"u": 1.1e-4}),
@@ -65,9 +65,9 @@ FULL = {
     # metrics["rel_l2"] scores; 3000 Adam + 5000 SSBroyden, float64, 1258 s on 2 cores
     # shared at load ~5), worst 1.25e-3 at nu = 0.01/pi (the shock) over 9 values; factor 3
     "burgers1d_parametric": Pin({"u": 1.0e-4}),
-    # RESULTS.md: 4.16e-4 (kdv, 884 s, 2000 Adam + 4000 SSBroyden, float64, 2 cores shared,
-    # load ~6); a factor 3 as for heat2d
-    "kdv": Pin({"u": 1.25e-3}),
+    # RESULTS.md: 5.93e-4 (kdv, 255 s, 2000 Adam + 4000 SSBroyden, float64, 2 cores, load
+    # ~2); a factor 3 as for heat2d
+    "kdv": Pin({"u": 1.8e-3}),
     # RESULTS.md: 2.21e-8 (heat2d, 16 s, 2000 SSBroyden, float64, 2 cores, Intel Xeon,
     # load ~2); a factor 3 for another CPU's rounding along the quasi-Newton path
     "heat2d": Pin({"u": 6.6e-8}),
