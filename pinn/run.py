@@ -36,7 +36,7 @@ from pinn.train.core import compiler_options
 from pinn.train.loss import Assembly, assemble
 from pinn.train.microbatch import memory_per_point
 from pinn.train.weighting import Causal, with_residual_terms, with_term_weights
-from pinn.training import Training, precision_scope, run_bits
+from pinn.training import MIXED, Training, precision_scope, run_bits
 
 __all__ = ["setup", "Run", "solve", "fem_run", "divergence", "ERROR_NEAR_ONE"]
 
@@ -159,7 +159,7 @@ class Run:
                 "params": sol.learned_params(), "rollbacks": len(result.rollbacks),
                 "stages": result.stages, "peak_memory_mb": peak_memory_mb(),
                 **({"stage_precisions": list(precisions)}
-                   if len(set(precisions)) > 1 or "mixed" in precisions else {}),
+                   if len(set(precisions)) > 1 or MIXED in precisions else {}),
                 **({"devices": self.training.devices} if self.training.devices else {}),
                 **({"processes": jax.process_count()} if jax.process_count() > 1 else {}),
                 **({"micro_batch": self.training.micro_batch}

@@ -41,7 +41,7 @@ import numpy as np
 import optax
 
 from . import microbatch as _micro
-from .optim import Stage, precision_bits
+from .optim import MIXED, Stage, precision_bits
 from .sharding import make_sharding
 from .weighting import with_multipliers
 
@@ -478,7 +478,7 @@ class Core:
     compile_seconds: float = 0.0
     _programs: dict = field(default_factory=dict)
     _ahead: dict = field(default_factory=dict)  # {(stage, bits): Future} compiling ahead
-    escalated: set = field(default_factory=set)  # "mixed" stages now running in float64
+    escalated: dict = field(default_factory=dict)  # "mixed" stage -> float64 from step
     _entries: dict = field(default_factory=dict)  # {stage: jitted enter_stage}
     sharding: Any = None  # pinn.train.sharding.Sharding: the points split over a mesh
     micro: int = 1  # micro-batches per step (pinn.train.microbatch)
@@ -559,15 +559,16 @@ class Core:
 
     def can_escalate(self, stage: int) -> bool:
         """Whether ``stage`` is ``"mixed"`` and still in float32."""
-        return self.stages[stage].precision == "mixed" and stage not in self.escalated
+        return self.stages[stage].precision == MIXED and stage not in self.escalated
 
-    def escalate(self, state: Any, stage: int) -> Any:
-        """``state`` of a ``"mixed"`` stage whose float32 line search stalled, converted once
+    def escalate(self, state: Any, stage: int, at: int) -> Any:
+        """``state`` of a ``"mixed"`` stage whose float32 line search stalled (at step ``at``,
+        recorded in :attr:`escalated`), converted once
         to float64 to go on: parameters, batch and curvature memory kept; the line search's
         stored loss dropped (recomputed in float64) and the next pair not taken as a
         curvature pair (:meth:`SSBroyden.refresh`, where the optimiser has it)."""
         like = self.template(state["params"], state["key"], stage, 64)
-        self.escalated.add(stage)
+        self.escalated[stage] = at
         with self._precision(stage):
             # every leaf in the float64 program's type (its integer counters too: int64
             # where JAX's float64 mode makes them so)
@@ -657,18 +658,15 @@ class Core:
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pinn-compile")
         for i in todo:
             self._ahead["enter", i] = pool.submit(self._compile_entry, params, key, i, x64)
-            self._ahead[i, self.bits(i)] = pool.submit(self._compile, params, key, i,
-                                                        self.bits(i), x64)
+            self._ahead[i, self.bits(i)] = pool.submit(self._compile, params, key, i, x64)
         pool.shutdown(wait=False)
 
-    def _compile(self, params: Any, key: jax.Array, stage: int, bits: int | None,
-                 x64: bool) -> None:
+    def _compile(self, params: Any, key: jax.Array, stage: int, x64: bool) -> None:
         try:
             with jax.enable_x64(x64):
-                state = self.template(params, key, stage, bits)
-                with self._precision(stage, bits):
+                state = self.template(params, key, stage)
+                with self._precision(stage):
                     self._program(stage).lower(state, np.int32(0), np.int32(0)).compile()
-
         except Exception as err:  # noqa: BLE001 - call() compiles again and reports it
             log.debug("compiling stage %d ahead failed: %r", stage, err)
 
@@ -677,7 +675,7 @@ class Core:
         (a ``"mixed"`` one's in float64, where it ends)."""
         try:
             with jax.enable_x64(x64):
-                before = self.stages[stage - 1].precision == "mixed"
+                before = self.stages[stage - 1].precision == MIXED
                 prev = self.template(params, key, stage - 1, 64 if before else None)
                 with self._precision(stage):
                     self._entry(stage).lower(prev).compile()

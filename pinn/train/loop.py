@@ -44,7 +44,7 @@ class _Loop:
         self.core, self.observers, self.chunk = core, list(observers), chunk
         self.cuts = [o.every for o in self.observers if getattr(o, "every", None)]
         self.info = _obs.RunInfo(core.stages, core.starts, core.ends, core.names,
-                                 core.pde_scale.physical)
+                                 core.pde_scale.physical, escalated=core.escalated)
         self.state: Any = None
         self.step = self.stage = 0
         self.last_report: dict | None = None
@@ -100,9 +100,8 @@ class _Loop:
                 f"{opt_names} starting at {core.starts} and terms {core.names}. Resume with the "
                 "same stages (later stages may change) or start without resume."
             )
-        escalated = {int(k): int(v) for k, v in meta.get("escalated", {}).items()}
-        core.escalated.update(escalated)  # "mixed" stages already in float64
-        self.info.escalated.update(escalated)
+        # "mixed" stages already in float64
+        core.escalated.update({int(k): int(v) for k, v in meta.get("escalated", {}).items()})
         state, _ = load_checkpoint(path, core.template(params, key, stage))
         self.state = core.place(state)
         self.step, self.stage = int(meta["step"]), stage
@@ -202,8 +201,7 @@ class _Loop:
         its float32 line search stalled at step ``at`` (the steps the chunk skipped since
         then are not made up: :data:`MIXED_CHUNK` bounds them)."""
         core, i = self.core, self.stage
-        self.state = core.escalate(self.state, i)
-        self.info.escalated[i] = at
+        self.state = core.escalate(self.state, i, at)
         name = type(core.stages[i].optimizer).__name__
         message = (f"{name} stalled in float32 at step {at} (the loss at float32's rounding "
                    f"floor): continuing in float64 from step {self.step}")

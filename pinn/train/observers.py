@@ -83,7 +83,8 @@ class RunInfo:
     stage_reports: list[dict] = field(default_factory=list)
     rollbacks: list[dict] = field(default_factory=list)
     checkpoint: Path | None = None
-    escalated: dict[int, int] = field(default_factory=dict)  # "mixed" stage -> float64 from
+    # "mixed" stages now in float64 -> the step they changed at (the core's record)
+    escalated: dict[int, int] = field(default_factory=dict)
     elapsed_before: float = 0.0
     t_start: float = field(default_factory=time.perf_counter)
 

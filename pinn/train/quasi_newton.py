@@ -247,7 +247,6 @@ def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array
         z_swap = ~z_hi & ~z_ok & (da * (c.hi - c.lo) >= 0)
         zoom = c.zoom
         ok = jnp.where(zoom, z_ok, b_ok) | fresh
-        new_lo = jnp.where(zoom, ~z_hi, b_flip)  # a becomes lo
         lo = jnp.where(zoom, jnp.where(z_hi, c.lo, a), jnp.where(b_hi, c.a_prev, a))
         f_lo = jnp.where(zoom, jnp.where(z_hi, c.f_lo, f), jnp.where(b_hi, c.f_prev, f))
         d_lo = jnp.where(zoom, jnp.where(z_hi, c.d_lo, da), jnp.where(b_hi, c.d_prev, da))
@@ -257,7 +256,6 @@ def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array
                          jnp.where(b_hi, f, c.f_prev))
         d_hi = jnp.where(zoom, jnp.where(z_hi, da, jnp.where(z_swap, c.d_lo, c.d_hi)),
                          jnp.where(b_hi, da, c.d_prev))
-        del new_lo
         zoom_next = zoom | b_hi | b_flip
         grow = jnp.minimum(2.0 * a, max_step)
         nxt = jnp.where(zoom_next, _cubic_step(lo, f_lo, d_lo, hi, f_hi, d_hi), grow)
