@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from pinn.train import Adam, Fixed, GradNorm, Stage, run
+from pinn.train import Adam, Fixed, GradNorm, Points, Stage, Training, run
 
 
 def init_mlp(key, sizes):
@@ -141,17 +141,11 @@ def main() -> None:
         )
         for name, weighting in (("run/Fixed", Fixed()), ("run/GradNorm", GradNorm(every=100))):
             t0 = time.perf_counter()
-            result = run(
-                terms_fn,
-                params,
-                stages=[Stage(Adam(lr=1e-3), args.steps)],
-                sample_fn=sample_fn,
-                key=key,
-                weighting=weighting,
-                resample_every=100,
-                chunk=args.chunk,
-                progress=False,
-            )
+            training = Training([Stage(Adam(lr=1e-3), args.steps)],
+                                points=Points(resample_every=100), chunk=args.chunk,
+                                eval_every=None, checkpoint_every=None)
+            result = run(terms_fn, params, training, sample_fn=sample_fn, key=key,
+                         weighting=weighting, progress=False)
             wall = time.perf_counter() - t0
             print(
                 json.dumps(

@@ -36,6 +36,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _common as C  # noqa: E402
 
+from pinn.train import Observer  # noqa: E402
+
 PROBLEM_DIR = HERE / "pinnacle"
 RESULTS = HERE / "results" / "pinnacle.json"
 OUT_MD = HERE / "PINNACLE.md"
@@ -153,7 +155,7 @@ def uses_default_recipe(spec) -> bool:
     return any(st.kind in ("ssbroyden", "ssbfgs", "lm") for st in spec.training.stages)
 
 
-class Budget:
+class Budget(Observer):
     """End each stage when its share of ``seconds`` is spent, and the run at ``seconds``
     (wall time since training started, compilation included). A run in ``windows`` time
     windows (``training.windows``) gives each window an equal share, ``seconds /

@@ -37,7 +37,7 @@ def measure(devices: int, points: int, adam: int, lbfgs: int, micro_batch: int |
     import pinn
     from pinn import config
     from pinn.train import LBFGS, Adam, Stage
-    from pinn.training import precision_scope
+    from pinn.train.spec import precision_scope
 
     per = points // 4
     built = config.load(str(ROOT / "problems/heat2d.yaml"), [
@@ -52,7 +52,7 @@ def measure(devices: int, points: int, adam: int, lbfgs: int, micro_batch: int |
         run = pinn.setup(built.problem, built.model(), training, progress=False)
         with precision_scope(32):
             t0 = time.perf_counter()
-            res = pinn.train.run(run.assembly.terms_fn, run.params, **{
+            res = pinn.train.run(run.assembly.terms_fn, run.params, run.training, **{
                 **run.loop_arguments(), "evaluate": None, "handle_signals": False})
         row[f"{name}_steps_per_s"] = stage.steps / max(res.train_seconds, 1e-9)
         row[f"{name}_compile_s"] = res.compile_seconds

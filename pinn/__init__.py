@@ -54,14 +54,15 @@ _EXPORTS = {
         "LBFGS", "Adam", "AdamW", "Annealing", "Callback", "Causal", "EarlyStopping", "Fixed",
         "GradNorm", "GaussNewton", "LevenbergMarquardt", "Optax", "RBA", "SOAP", "SSBFGS",
         "SSBroyden", "Stage", "TensorBoard", "VRBA", "MLflow")},
-    "Points": ("pinn.train.loss", "Points"),
-    "Training": ("pinn.training", "Training"),
+    "Points": ("pinn.train.spec", "Points"),
+    "Training": ("pinn.train.spec", "Training"),
 }
 
 #: subpackages loaded on first use
 _LAZY = ("fem", "reference", "config", "report", "compile", "cli", "io", "evaluate",
          "geometry", "nets", "dsl", "train", "conditions", "problem", "run", "solution",
-         "serialize", "sweep", "training", "export", "distributed")
+         "serialize", "sweep", "export", "distributed", "network", "marching", "data",
+         "compare")
 
 
 def __getattr__(name):

@@ -15,6 +15,9 @@ Each condition is data, and knows itself: every condition type is a
 - ``hard_outputs(problem, name)`` / ``periodic_inputs(problem, name)``: what a
   ``hard=True`` condition builds into the network (output transforms, input
   embedding);
+- ``for_window(problem, name, window)``: the condition on a time window of a marched
+  problem (:mod:`pinn.marching`): itself, its data inside the window, or the previous
+  window's values as the initial values;
 - ``to_data()`` / ``from_data(arguments)``: its constructor's arguments as data and
   back (expressions, arrays and numbers; the run format, :mod:`pinn.serialize`).
 
@@ -31,15 +34,17 @@ A new condition type is a subclass providing these methods; the FEM baseline
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from pinn.data import register
 from pinn.dsl import expr as E
 
-__all__ = ["Condition", "Residuals", "HardOutput", "normal_symbols", "Dirichlet", "Neumann",
-           "Robin", "Periodic", "Initial", "Constraint", "Data", "LossTerm"]
+__all__ = ["Condition", "Residuals", "HardOutput", "Window", "normal_symbols", "Dirichlet",
+           "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Data", "LossTerm"]
 
 Where = str | tuple | E.Expr
 
@@ -88,6 +93,21 @@ class HardOutput:
     parts: tuple | None = None
 
 
+class Window(NamedTuple):
+    """A time window ``[t0, t1]`` of a problem trained window by window (:mod:`pinn.marching`).
+
+    ``first``/``last``: whether it starts or ends the problem's interval; ``start(field,
+    rate)``: the previous window's ``field`` (``rate``: its time derivative) at ``t0``, as
+    an expression of the spatial coordinates, or ``None`` where only the window's network is
+    evaluated (not trained)."""
+
+    t0: float
+    t1: float
+    first: bool
+    last: bool
+    start: Callable[[E.Field, bool], E.Expr] | None = None
+
+
 def check_hard_subset(problem, name: str, h) -> None:
     """A hard condition on a field declared on a subset of the coordinates must not bring
     in the others (the constraint multiplies the network by a distance and adds a value):
@@ -121,6 +141,8 @@ class Condition:
 
     weight: float = 1.0
     hard: bool = False
+    #: it sets the values at the initial time (an evolution problem, time marching)
+    initial: ClassVar[bool] = False
 
     @property
     def kind(self) -> str:
@@ -135,6 +157,11 @@ class Condition:
 
     def validate(self, problem, name: str) -> None:
         """Raise ``ValueError`` (naming the fix) if the condition does not fit ``problem``."""
+
+    def prescribed(self) -> tuple[tuple[str, E.Expr], ...]:
+        """The values it prescribes, as ``(what, expression)`` (``"boundary value"``,
+        ``"initial value"``): what a problem file's check evaluates for finiteness."""
+        return ()
 
     def residuals(self, problem, name: str) -> Residuals:
         raise NotImplementedError(
@@ -156,6 +183,12 @@ class Condition:
         ``sampler(on, n)`` gives a ``sample`` for a region (``"interior"``, ``"initial"``,
         a boundary selection; ``n`` points, ``None``: the run's count for that region)."""
         return None
+
+    def for_window(self, problem, name: str, window: Window) -> Condition | None:
+        """This condition on the time ``window`` (:mod:`pinn.marching`; ``None``: none
+        there). Boundary conditions, constraints and equations hold as given (their
+        expressions see the true time): itself."""
+        return self
 
     def to_data(self) -> dict:
         """The constructor's arguments (expressions, arrays, numbers, names), for the run
@@ -300,6 +333,7 @@ def periodic_axis(problem, name: str, pair: tuple[str, str]) -> tuple[int, float
 # the condition types
 
 
+@register("condition")
 @dataclass(frozen=True)
 class Dirichlet(Condition):
     """``field = value`` on a boundary part.  ``hard=True``: built into the network output."""
@@ -323,6 +357,9 @@ class Dirichlet(Condition):
     def residuals(self, problem, name):
         return Residuals({f"{i}": f - v for i, (f, v) in enumerate(self.values)}, self.on)
 
+    def prescribed(self):
+        return tuple(("boundary value", v) for _, v in self.values)
+
     def to_data(self):
         return {"values": _by_name(self.values), "on": self.on, "weight": self.weight,
                 "hard": self.hard}
@@ -339,6 +376,7 @@ class Dirichlet(Condition):
         return tuple(HardOutput("dirichlet", f, v, **where) for f, v in self.values)
 
 
+@register("condition")
 @dataclass(frozen=True)
 class Neumann(Condition):
     """``n · grad(field) = value`` on a boundary part (outward normal)."""
@@ -367,6 +405,7 @@ class Neumann(Condition):
                 "weight": self.weight}
 
 
+@register("condition")
 @dataclass(frozen=True)
 class Robin(Condition):
     """``a*field + b*(n · grad field) = value`` on a boundary part."""
@@ -399,6 +438,7 @@ class Robin(Condition):
                 "on": self.on, "weight": self.weight}
 
 
+@register("condition")
 @dataclass(frozen=True)
 class Periodic(Condition):
     """Values (and derivatives up to ``order`` along ``coord``) match between two parts.
@@ -451,6 +491,7 @@ class Periodic(Condition):
                 "weight": self.weight, "hard": self.hard}
 
 
+@register("condition")
 @dataclass(frozen=True)
 class Initial(Condition):
     """``field = value`` at the initial time; ``rate`` sets ``D(field, t)`` there too.
@@ -463,6 +504,8 @@ class Initial(Condition):
     rates: tuple[tuple[E.Field, E.Expr], ...] = ()
     weight: float = 1.0
     hard: bool = False
+
+    initial = True
 
     def __init__(self, target, value=None, *, rate=None, weight: float = 1.0,
                  hard: bool = False):
@@ -486,6 +529,9 @@ class Initial(Condition):
     def validate(self, problem, name):
         _needs_time(problem, name, "an initial condition")
 
+    def prescribed(self):
+        return tuple(("initial value", v) for _, v in (*self.values, *self.rates))
+
     def residuals(self, problem, name):
         _needs_time(problem, name, "an initial condition")
         exprs = {f"v{i}": f - v for i, (f, v) in enumerate(self.values)}
@@ -500,6 +546,20 @@ class Initial(Condition):
         rates = dict(self.rates)
         return tuple(HardOutput("initial", f, v, rate=rates.get(f)) for f, v in self.values)
 
+    def for_window(self, problem, name, window):
+        """In the first window itself; in a later one the previous window's values (and
+        rates) at its start (``window.start``), soft with this condition's weight; the
+        problem's own values, soft, where the window is only evaluated (a soft condition
+        does not enter the network)."""
+        if window.first:
+            return self
+        if window.start is None:
+            return Initial(dict(self.values), rate=dict(self.rates) or None,
+                           weight=self.weight, hard=False)
+        rates = {f: window.start(f, True) for f, _ in self.rates}
+        return Initial({f: window.start(f, False) for f, _ in self.values},
+                       rate=rates or None, weight=self.weight, hard=False)
+
     def to_data(self):
         return {"values": _by_name(self.values), "rates": _by_name(self.rates),
                 "weight": self.weight, "hard": self.hard}
@@ -511,6 +571,7 @@ class Initial(Condition):
         return cls(_by_field(a.pop("values")), rate=rates or None, **a)
 
 
+@register("condition")
 @dataclass(frozen=True)
 class Constraint(Condition):
     """Any expression ``= 0`` on a region: ``on="interior"``, ``"boundary"``, parts, predicate."""
@@ -532,6 +593,7 @@ class Constraint(Condition):
         return {"expr": self.expr, "on": self.on, "weight": self.weight}
 
 
+@register("condition")
 @dataclass(frozen=True, eq=False)
 class Data(Condition):
     """Observed values of fields at points (inverse problems, data assimilation).
@@ -583,6 +645,16 @@ class Data(Condition):
         exprs = {f"{i}": f for i, (f, _) in enumerate(self.values)}
         targets = np.stack([v for _, v in self.values], axis=1)
         return Residuals(exprs, points=self.points, targets=targets)
+
+    def for_window(self, problem, name, window):
+        """The observations inside the window (its end belongs to the next one, but for
+        the last); ``None`` where there are none."""
+        t = self.points[:, problem.time_index]
+        keep = (t >= window.t0) & ((t <= window.t1) if window.last else (t < window.t1))
+        if not keep.any():
+            return None
+        return Data(self.points[keep], {f: v[keep] for f, v in self.values}, noise=self.noise,
+                    weight=self.weight, source=self.source)
 
     def to_data(self):
         return {"points": self.points, "values": _by_name(self.values), "noise": self.noise,

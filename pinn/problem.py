@@ -9,8 +9,12 @@ from types import MappingProxyType
 import numpy as np
 
 from pinn import conditions as C
+from pinn.data import ANY, NotData, Reader, Writer, register
 from pinn.dsl import calculus
 from pinn.dsl import expr as E
+from pinn.dsl.builders import param_range
+from pinn.dsl.parser import DataNames, Namespace, expr_text, text_expr
+from pinn.dsl.tables import Table
 
 _DEFAULT_SPATIAL = ("x", "y", "z")
 
@@ -23,6 +27,7 @@ def _freeze(m: Mapping | None) -> Mapping:
     return MappingProxyType(dict(m or {}))
 
 
+@register(ANY)  # inside another object's data (a FEM reference's problem)
 @dataclass(frozen=True, eq=False)
 class Problem:
     """A PDE problem.
@@ -313,8 +318,207 @@ class Problem:
         if clash:
             raise ProblemError(f"names used both as parameters and coords/fields: {sorted(clash)}")
 
+    # -- as data (pinn.data: {"$type": "Problem", ...}) ---------------------------
+    def write_data(self, writer: Writer, where: str) -> dict:
+        return _write_problem(self, writer, where)
+
+    @staticmethod
+    def read_data(arguments, reader: Reader, where: str) -> Problem:
+        return _read_problem(arguments, reader, where)
+
     def __repr__(self) -> str:
         eqs = "; ".join(f"{k}: {v} = 0" for k, v in self.equations.items())
         return (f"Problem({self.name!r}, coords={[c.name for c in self.coords]}, "
                 f"fields={list(self.field_names)}, {eqs}, conditions={list(self.conditions)})")
 
+
+
+# ---------------------------------------------------------------------------
+# the problem as data (the run format, pinn.serialize; a FEM reference's problem)
+#
+#     {"name": "heat2d", "coords": ["x", "y", "t"], "fields": ["u"],
+#      "params": [{"name": "alpha", "value": 0.05, "learnable": false}],
+#      "domain": {"$type": "SpaceTime", ...}, "equations": {"heat": "D(u, t) - ..."},
+#      "conditions": {"walls": {"$type": "Dirichlet", ...}}, "exact": {"u": "..."},
+#      "reference": null}
+#
+# plus ``field_coords`` ({"a": ["x", "y"]}) for fields on a subset of the coordinates and
+# ``coefficients`` (tables given as data, read before the expressions that name them).
+
+
+def problem_tables(problem) -> dict:
+    """The coefficients given as data (:class:`~pinn.dsl.expr.Tabulated` values) that the
+    problem's expressions use, by name; two different tables of one name are not data."""
+    found: dict = {}
+
+    def visit(v):
+        if isinstance(v, E.Expr):
+            for node in calculus.walk(v):
+                if isinstance(node, E.Tabulated) and not node.deriv:
+                    old = found.setdefault(node.name, node)
+                    if old != node:
+                        raise NotData(f"two different tables are both named {node.name!r}")
+        elif isinstance(v, Mapping):
+            for x in v.values():
+                visit(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                visit(x)
+
+    visit(list(problem.equations.values()))
+    visit(list(problem.exact.values()))
+    for c in problem.conditions.values():
+        try:
+            visit(c.to_data())
+        except NotImplementedError:
+            pass
+    return found
+
+
+def problem_to_data(problem, *, prefix: str = "problem") -> tuple[dict, dict[str, np.ndarray]]:
+    """``problem`` as data, and its arrays keyed ``<prefix>/<where>`` (for ``params.npz``).
+
+    Raises :class:`~pinn.data.NotData` naming the part that is not data (a user's own
+    condition class, a reference that is a Python function)."""
+    w = Writer({})
+    return _write_problem(problem, w, prefix), w.arrays
+
+
+def _write_problem(problem, w: Writer, prefix: str) -> dict:
+    tabulated = problem_tables(problem)
+    try:
+        ns = Namespace({**{n.name: n for n in (*problem.coords, *problem.fields,
+                                                 *problem.params)}, **tabulated})
+    except (TypeError, ValueError) as exc:
+        raise NotData(f"{prefix}: the problem's names do not make a namespace ({exc})") from None
+    w = Writer(w.arrays, DataNames(ns, problem))
+
+    def text(e, where):
+        return expr_text(e, w.context, f"{prefix}/{where}")
+
+    data = {
+        "name": problem.name,
+        "coords": [c.name for c in problem.coords],
+        "fields": list(problem.field_names),
+        "params": [{"name": p.name, "range": [float(p.range[0]), float(p.range[1])]}
+                   if p.range is not None else
+                   {"name": p.name, "value": w.value(p.value, f"{prefix}/params/{p.name}",
+                                                     "domain"),
+                    "learnable": bool(p.learnable)} for p in problem.params],
+        "domain": w.object(problem.domain, f"{prefix}/domain", "domain"),
+        "equations": {k: text(v, f"equations/{k}") for k, v in problem.equations.items()},
+        "conditions": {k: w.object(c, f"{prefix}/conditions/{k}", "condition")
+                       for k, c in problem.conditions.items()},
+        "exact": {f.name: text(v, f"exact/{f.name}") for f, v in problem.exact.items()},
+        "reference": (None if problem.reference is None else
+                      w.object(problem.reference, f"{prefix}/reference", "reference")),
+    }
+    subset = {f.name: list(f.coords) for f in problem.fields if f.coords is not None}
+    if subset:  # fields on a subset of the coordinates
+        data["field_coords"] = subset
+    if tabulated:  # coefficients given as data: their tables, read back before the rest
+        data["coefficients"] = [
+            {"name": name, "args": [text(a, f"coefficients/{name}/args") for a in node.args],
+             **w.value(node.table.to_data(), f"{prefix}/coefficients/{name}", "domain")}
+            for name, node in tabulated.items()]
+    return data
+
+
+def _names(d: dict, key: str, where: str) -> list[str]:
+    names = d.get(key)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{where}/{key}: expected a list of names, got {names!r}")
+    return names
+
+
+def _param(p, where: str) -> E.Param:
+    if isinstance(p, dict) and "range" in p:  # a ranged parameter (a parametric problem)
+        r = p["range"]
+        if not (isinstance(p.get("name"), str) and set(p) == {"name", "range"}
+                and isinstance(r, list) and len(r) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in r)):
+            raise ValueError(f"{where}: expected {{\"name\": ..., \"range\": [lo, hi]}}, "
+                             f"got {p!r}")
+        return E.Param(p["name"], None, False, param_range(p["name"], r))
+    if not (isinstance(p, dict) and isinstance(p.get("name"), str)
+            and isinstance(p.get("value"), (int, float)) and not isinstance(p["value"], bool)
+            and isinstance(p.get("learnable", False), bool)):
+        raise ValueError(f"{where}: expected {{\"name\": ..., \"value\": number, "
+                         f"\"learnable\": bool}}, got {p!r}")
+    return E.Param(p["name"], p["value"], p.get("learnable", False))
+
+
+def _coefficient(r: Reader, c, where: str) -> tuple[str, E.Expr]:
+    """``(name, Tabulated node)`` of one saved coefficient given as data."""
+    if not (isinstance(c, Mapping) and isinstance(c.get("name"), str)
+            and isinstance(c.get("args"), list)):
+        raise ValueError(f"{where}: expected {{\"name\": ..., \"args\": [...], \"axes\": "
+                         f"[...], \"values\": ...}}, got {c!r}")
+    table = Table.from_data({k: r.value(v, f"{where}/{k}", "domain") for k, v in c.items()
+                             if k in ("axes", "values", "method", "source")})
+    args = tuple(text_expr(a, r.context, f"{where}/args") for a in c["args"])
+    return c["name"], E.Tabulated(c["name"], table, args)
+
+
+def problem_from_data(d: Mapping, arrays: Mapping[str, np.ndarray] | None = None, *,
+                      prefix: str = "problem") -> Problem:
+    """The :class:`Problem` that :func:`problem_to_data` wrote (``arrays``: the arrays it
+    returned). Raises ``ValueError`` naming the bad entry."""
+    return _read_problem(d, Reader(arrays or {}), prefix)
+
+
+def _read_problem(d, reader: Reader, prefix: str) -> Problem:
+    if not isinstance(d, Mapping):
+        raise ValueError(f"{prefix}: expected the problem as an object, got {d!r}")
+    d = dict(d)
+    coords = [E.Coord(n) for n in _names(d, "coords", prefix)]
+    subset = d.get("field_coords") or {}
+    if not isinstance(subset, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in subset.values()):
+        raise ValueError(f"{prefix}/field_coords: expected an object of coordinate name "
+                         f"lists, got {subset!r}")
+    fields = [E.Field(n, tuple(subset[n]) if n in subset else None)
+              for n in _names(d, "fields", prefix)]
+    params = [_param(p, f"{prefix}/params/{i}") for i, p in enumerate(d.get("params") or [])]
+    table = {n.name: n for n in (*coords, *fields, *params)}
+    r = _reader_in(reader, table, prefix)
+    for i, c in enumerate(d.get("coefficients") or ()):  # tables first: expressions name them
+        table.update([_coefficient(r, c, f"{prefix}/coefficients/{i}")])
+    if d.get("coefficients"):
+        r = _reader_in(reader, table, f"{prefix}/coefficients")
+
+    def exprs(key: str) -> dict[str, E.Expr]:
+        entries = d.get(key) or {}
+        if not isinstance(entries, dict):
+            raise ValueError(f"{prefix}/{key}: expected an object, got {entries!r}")
+        return {k: text_expr(v, r.context, f"{prefix}/{key}/{k}") for k, v in entries.items()}
+
+    exact = exprs("exact")
+    unknown = [k for k in exact if E.Field(k) not in fields]
+    if unknown:
+        raise ValueError(f"{prefix}/exact: {unknown} are not fields of the problem "
+                         f"({', '.join(f.name for f in fields)})")
+    conditions = d.get("conditions") or {}
+    if not isinstance(conditions, dict):
+        raise ValueError(f"{prefix}/conditions: expected an object, got {conditions!r}")
+    reference = d.get("reference")
+    return Problem(
+        domain=r.object(d.get("domain"), f"{prefix}/domain", "domain"),
+        equations=exprs("equations"),
+        conditions={k: r.object(c, f"{prefix}/conditions/{k}", "condition")
+                    for k, c in conditions.items()},
+        coords=tuple(coords), fields=tuple(fields),
+        exact={E.Field(k): v for k, v in exact.items()} or None,
+        reference=None if reference is None else r.object(reference, f"{prefix}/reference",
+                                                          "reference"),
+        name=str(d.get("name", "problem")),
+    )
+
+
+def _reader_in(reader: Reader, table: Mapping, where: str) -> Reader:
+    """``reader`` reading expressions in the names of ``table``."""
+    try:
+        ns = Namespace(table)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return Reader(reader.arrays, DataNames(ns), reader.source)

@@ -10,13 +10,15 @@ checkpoint and resume from process 0's (the folder must be on a shared file syst
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import sys
 import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +26,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pinn import compile_cache
+from pinn import compile_cache, marching, serialize
 from pinn import evaluate as ev
 from pinn.distributed import is_main, to_host
+from pinn.io import write_json, write_jsonl, write_npz
 from pinn.nets import MLP
+from pinn.network import build_network
 from pinn.report import write_run
 from pinn.report.metrics import peak_memory_mb
-from pinn.solution import Solution, build_network
+from pinn.solution import Solution
 from pinn.train import Fixed, TrainingDiverged, TrainResult, run
 from pinn.train.core import compiler_options
+from pinn.train.history import read_history
 from pinn.train.loss import Assembly, assemble
 from pinn.train.microbatch import memory_per_point
-from pinn.train.weighting import Causal, with_residual_terms, with_term_weights
-from pinn.training import MIXED, Training, precision_scope, run_bits
+from pinn.train.observers import Progress
+from pinn.train.spec import MIXED, Training, precision_scope, run_bits
+from pinn.train.weighting import Causal
 
-__all__ = ["setup", "Run", "solve", "fem_run", "divergence", "ERROR_NEAR_ONE"]
+__all__ = ["setup", "Run", "solve", "fem_run", "divergence", "train_windows",
+           "ERROR_NEAR_ONE"]
 
 #: A relative L2 error at or above this is "near 1": the network learned nothing useful.
 ERROR_NEAR_ONE = 0.9
@@ -95,16 +102,14 @@ class Run:
     metrics: dict = field(default_factory=dict)
 
     def loop_arguments(self) -> dict:
-        """The keyword arguments of :func:`pinn.train.run` for this run."""
-        t = self.training
+        """The keyword arguments of :func:`pinn.train.run` for this run (after the terms,
+        the parameters and the training)."""
         folder = {"out_dir": self.out_dir}
         if self.out_dir is not None and not is_main():  # many processes: process 0 writes,
             folder = {"checkpoint_dir": self.out_dir / "checkpoints"}  # the others gather
-        return dict(stages=t.stages, sample_fn=self.assembly.sample_fn, key=self.key,
-                    weighting=self.weighting, resample_every=t.points.resample_every,
-                    chunk=t.chunk, **folder, checkpoint_every=t.checkpoint_every,
-                    resume=self.resume, evaluate=self.evaluate, eval_every=t.eval_every,
-                    progress=self.progress, devices=t.devices, micro_batch=t.micro_batch,
+        return dict(sample_fn=self.assembly.sample_fn, key=self.key, weighting=self.weighting,
+                    **folder, resume=self.resume, evaluate=self.evaluate,
+                    progress=self.progress,
                     **({"observers": list(self.observers)} if self.observers else {}))
 
     def memory_per_point(self) -> dict:
@@ -124,8 +129,6 @@ class Run:
         parameters, like a run whose loss rose: ``metrics["converged"]`` is false,
         ``metrics["divergence"]`` says why, and a ``RuntimeWarning`` says so."""
         if self.training.windows > 1:  # time marching: window after window
-            from pinn.marching import train_windows
-
             return train_windows(self, **loop_overrides)
         t0 = time.perf_counter()
         gave_up = None
@@ -134,7 +137,7 @@ class Run:
             if hasattr(self.evaluate, "ahead"):
                 self.evaluate.ahead(self.params["net"])
             try:
-                result = run(self.assembly.terms_fn, self.params,
+                result = run(self.assembly.terms_fn, self.params, self.training,
                              **{**self.loop_arguments(), **loop_overrides})
             except TrainingDiverged as exc:
                 if exc.step == 0:  # non-finite from the start: nothing was trained
@@ -144,10 +147,13 @@ class Run:
             # many processes: the (replicated) parameters as host arrays, so that what follows
             # (scoring, saving, the user's evaluations) runs in each process on its own
             params = result.params if jax.process_count() == 1 else to_host(result.params)
+            # in the run's float type (a last stage in float32 of a float64 run: a "mixed"
+            # stage that never stalled), as the saved solution is read back
+            params = _in_dtype(params, jnp.float64 if self.precision == 64 else jnp.float32)
             sol = Solution(self.problem, self.model, params, seed=self.training.seed,
                            precision=self.precision, history=list(result.history),
-                           training=self.training, resolution=self.resolution)
-            sol._apply = self.assembly.apply
+                           training=self.training, resolution=self.resolution,
+                           apply=self.assembly.apply)
             sol.metrics = {
                 "problem": self.problem.name, "method": "PINN",
                 "steps": self.training.steps, "steps_done": int(result.step),
@@ -170,6 +176,14 @@ class Run:
         if self.out_dir is not None and is_main():
             sol.save(self.out_dir, snapshots=self.snapshots)
         return sol
+
+
+def _in_dtype(tree, dtype):
+    """``tree`` with its floating leaves in ``dtype``."""
+    def fix(a):
+        return a.astype(dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a
+
+    return jax.tree.map(fix, tree)
 
 
 def finish(sol: Solution, problem, gave_up: str | None = None) -> None:
@@ -212,8 +226,8 @@ def _weighting(training: Training, asm: Assembly, problem):
     """The training's weighting, started from each condition's weight and (a balancing
     weighting) told that the equations are the residual terms it holds fixed."""
     weighting = training.weighting if training.weighting is not None else Fixed()
-    weighting = with_residual_terms(weighting, tuple(problem.equations))
-    return with_term_weights(weighting, {k: float(v) for k, v in asm.weights.items()})
+    weighting = weighting.with_residual_terms(tuple(problem.equations))
+    return weighting.with_term_weights({k: float(v) for k, v in asm.weights.items()})
 
 
 def _evaluator(problem, apply, dtype) -> Callable | None:
@@ -345,3 +359,124 @@ def fem_run(problem, *, cells: int = 64, element: str = "P2", dt: float | None =
         facts = write_run(out_dir, problem, score, facts, snapshots=snapshots, method="FEM",
                           title=f"{problem.name}: FEM ({element}, {sol.n_cells} cells)")
     return sol, facts
+
+
+# ---------------------------------------------------------------------------
+# training window by window (pinn.marching: the windows' logic)
+
+
+def _cast_like(tree, like, precision: int):
+    with precision_scope(precision):
+        return jax.tree.map(lambda a, b: jnp.asarray(np.asarray(a), b.dtype), tree, like)
+
+
+def _say(run: Run, text: str) -> None:
+    """A progress line between windows, where the run shows progress as lines or a bar."""
+    shown = [o for o in run.observers if isinstance(o, Progress)]
+    if not (run.progress or shown) or any(o.format == "json" for o in shown):
+        return
+    stream = next((o.stream for o in shown if o.stream is not None), None) or sys.stderr
+    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {text}", file=stream, flush=True)
+
+
+#: a finished window's metrics kept beside its parameters (for a resumed run's totals)
+WINDOW_METRICS = "window.json"
+_KEPT = ("steps_done", "train_seconds", "compile_seconds", "rel_l2", "loss")
+
+
+def _read_metrics(wdir: Path) -> dict:
+    try:
+        data = json.loads((wdir / WINDOW_METRICS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _window(run: Run, k: int, wrun: Run, wdir: Path | None, done: bool,
+            loop_overrides: dict) -> tuple[Any, list, dict]:
+    """Window ``k`` trained (or, ``done``, read back from ``wdir``): its network's
+    parameters, its history and its metrics; a trained window is written to ``wdir``."""
+    if done:  # finished before the run was cut: its parameters, history and metrics
+        net = serialize.load_params(wdir, {"net": wrun.params["net"], "pde": {}})["net"]
+        return net, read_history(wdir / serialize.HISTORY_FILE), _read_metrics(wdir)
+    extra = {}
+    if wdir is not None:
+        extra = {"checkpoint_dir": wdir / "checkpoints", "resume": run.resume}
+    with warnings.catch_warnings():  # judged once, on the whole interval
+        warnings.filterwarnings("ignore", message=".*the run did not converge",
+                                category=RuntimeWarning)
+        sol_k = wrun.train(**{**extra, **loop_overrides})
+    net, rows, metrics = sol_k.params["net"], sol_k.history, sol_k.metrics
+    if wdir is not None and is_main():  # many processes: process 0 writes
+        wdir.mkdir(parents=True, exist_ok=True)
+        write_jsonl(wdir / serialize.HISTORY_FILE, rows)
+        write_json(wdir / WINDOW_METRICS, {k: metrics[k] for k in _KEPT if k in metrics})
+        # last: a window counts as finished once its parameters are written
+        write_npz(wdir / serialize.PARAMS_FILE,
+                  **serialize.flat_params(jax.device_get({"net": net})))
+    return net, rows, metrics
+
+
+def train_windows(run: Run, **loop_overrides) -> Solution:
+    """Train ``run`` (whose training has ``windows > 1``) window by window
+    (:mod:`pinn.marching`); returns the piecewise :class:`~pinn.solution.Solution` of the
+    whole problem (scored and, with ``run.out_dir``, saved as any run). Each finished
+    window's parameters are kept in ``<out_dir>/windows/w<k>/params.npz`` and its
+    checkpoints beside them, so that ``resume`` skips the finished windows and resumes the
+    one that was cut."""
+    problem, training = run.problem, run.training
+    windows = training.windows
+    marching.check_windows(problem, windows)
+    edges = marching.window_edges(problem, windows)
+    inner = replace(training, windows=1)
+    hard_start = any(c.initial and c.hard for c in problem.conditions.values())
+    t_start = time.perf_counter()
+    nets, history, window_metrics, previous, step0 = {}, [], [], None, 0
+    totals = {"steps_done": 0, "train_seconds": 0.0, "compile_seconds": 0.0}
+    last = None
+    for k in range(windows):
+        a, b = edges[k], edges[k + 1]
+        pk = marching.window_problem(problem, k, edges, previous=previous)
+        wrun = setup(pk, run.model, inner, precision=run.precision, progress=run.progress,
+                     resolution=run.resolution, observers=run.observers)
+        if previous is not None and not (k == 1 and hard_start):
+            # the solution a moment earlier: a better start than a random network
+            wrun.params = {"net": _cast_like(previous[1], wrun.params["net"],
+                                              run.precision), "pde": wrun.params["pde"]}
+        wdir = None if run.out_dir is None else run.out_dir / "windows" / marching.window_key(k)
+        done = wdir is not None and run.resume and (wdir / serialize.PARAMS_FILE).is_file()
+        _say(run, f"window {k + 1}/{windows}: t in [{a:.6g}, {b:.6g}]"
+             + (" (finished before: loaded)" if done else ""))
+        net, rows, last = _window(run, k, wrun, wdir, done, loop_overrides)
+        for key in totals:
+            totals[key] += last.get(key, 0)
+        window_metrics.append({"window": k, "t": [float(a), float(b)],
+                               **{kk: last[kk] for kk in ("rel_l2", "steps_done",
+                                                          "train_seconds", "loss")
+                                  if kk in last}})
+        history += [{**r, "step": r.get("step", 0) + step0, "window": k} for r in rows]
+        step0 += int(last.get("steps_done", training.steps))
+        nets[marching.window_key(k)] = net
+        previous = (wrun.assembly.apply, jax.device_get(net))
+    return _windows_solution(run, edges, nets, history, totals, window_metrics, last,
+                             time.perf_counter() - t_start)
+
+
+def _windows_solution(run: Run, edges, nets: dict, history: list, totals: dict,
+                      window_metrics: list, last: dict | None, wall: float) -> Solution:
+    """The piecewise solution of a marched run, scored and (with ``out_dir``) saved."""
+    problem, training = run.problem, run.training
+    sol = Solution(problem, run.model, {"net": nets, "pde": {}}, seed=training.seed,
+                   precision=run.precision, history=history, training=training,
+                   resolution=run.resolution, windows=tuple(float(e) for e in edges))
+    sol.metrics = {
+        "problem": problem.name, "method": "PINN", "steps": training.steps * training.windows,
+        **totals, "wall_seconds": float(wall), "precision": run.precision,
+        "seed": training.seed, "n_params": int(sum(np.size(v) for v in jax.tree.leaves(nets))),
+        "loss": dict((last or {}).get("loss", {})), "params": {},
+        "windows": training.windows, "window_metrics": window_metrics, **run.metrics,
+    }
+    finish(sol, problem)
+    if run.out_dir is not None and is_main():
+        sol.save(run.out_dir, snapshots=run.snapshots)
+    return sol

@@ -1,8 +1,13 @@
-"""A trained PINN: evaluate fields and expressions anywhere, score it, save it."""
+"""A trained PINN: data (problem, model, parameters) plus evaluation and scoring.
+
+Saving, plots, reports and field exports are functions of the modules below it (the run
+format :mod:`pinn.serialize`, :mod:`pinn.report`); :class:`Solution`'s ``save``, ``load``,
+``plot``, ``report`` and ``to_xarray`` only call them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import jax
@@ -10,60 +15,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from pinn import evaluate as ev
+from pinn import serialize
+from pinn.compile import compile_terms
 from pinn.dsl import expr as E
-from pinn.training import Training, precision_scope
+from pinn.dsl import parse
+from pinn.io import write_jsonl
+from pinn.network import field_apply, namespace_of
+from pinn.report import fields as F
+from pinn.report import plots, true_params, write_run
+from pinn.train.spec import Training, precision_scope
 
-__all__ = ["Solution", "build_network", "namespace_of"]
-
-
-def build_network(problem, model, seed: int):
-    """Build ``model`` for ``problem``; returns ``(apply, net_params)`` (the raw network:
-    the loss assembly builds the hard conditions around it).
-
-    ``model``: a network spec (``pinn.MLP(...)``: its ``build`` gets the dimensions, the
-    domain bounds, the hard periodic embedding and, where a field is declared on a subset
-    of the coordinates, each field's input columns), a ``flax.nnx.Module`` mapping points
-    ``[N, d]`` (the problem's coordinates in order, unscaled) to ``[N, n_fields]``, or a
-    function ``key -> module`` (initialised from the run's seed)."""
-    from pinn.nets import split
-    from pinn.nets._split import split_user, user_module
-    from pinn.train.loss import periodic_embedding
-
-    key = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
-    periodic = periodic_embedding(problem) or None
-    # the inputs: the coordinates, then a parametric problem's ranged parameters
-    d_in, d_out = len(problem.inputs), len(problem.fields)
-    if hasattr(model, "build"):
-        # a field on a subset of the coordinates: its own sub-network of those inputs
-        subset = any(f.coords is not None for f in problem.fields)
-        kw = {"inputs": problem.field_inputs} if subset else {}
-        module = model.build(d_in, d_out, key=key, bounds=problem.input_box,
-                             periodic=periodic, **kw)
-        return split(module)
-    module = user_module(model, key)
-    subset = [f"{f.name}({', '.join(f.coords)})" for f in problem.fields if f.coords]
-    if subset:
-        raise ValueError(
-            f"fields {', '.join(subset)} depend on a subset of the coordinates: only pinn's "
-            f"network specs (pinn.MLP(...), ...) build that in; your {type(module).__name__} "
-            "would see every input. Use a spec, or declare the fields on all coordinates")
-    if periodic:
-        names = ", ".join(n for n, c in problem.conditions.items() if c.periodic_inputs(
-            problem, n))
-        raise ValueError(
-            f"conditions {names}: a hard periodic condition is an input embedding that only "
-            f"pinn's network specs build in; with your own {type(module).__name__} make it "
-            "soft (hard=False) or use a spec such as pinn.MLP(...)")
-    return split_user(module, d_in, d_out, jnp.zeros(()).dtype,
-                      ", ".join(c.name for c in problem.inputs))
-
-
-def namespace_of(problem) -> dict[str, E.Expr]:
-    """The names a string expression about ``problem`` may use."""
-    ns: dict[str, E.Expr] = {c.name: c for c in problem.coords}
-    ns.update({f.name: f for f in problem.fields})
-    ns.update({p.name: p for p in problem.params})
-    return ns
+__all__ = ["Solution"]
 
 
 def _chunks(a: np.ndarray, size: int):
@@ -81,7 +43,8 @@ class Solution:
     def __init__(self, problem, model, params, *, seed: int = 0, precision: int = 32,
                  history: list | None = None, metrics: dict | None = None,
                  training: Training | None = None, resolution=None,
-                 time_span_scaled: bool = True, windows: Sequence[float] | None = None):
+                 time_span_scaled: bool = True, windows: Sequence[float] | None = None,
+                 apply: Callable | None = None):
         self.problem = problem
         # time marching (pinn.marching): the window edges; the network is one per window,
         # params["net"] = {"w0": ..., "w1": ...}
@@ -97,7 +60,9 @@ class Solution:
         self.metrics = dict(metrics or {})
         self.training = training
         self.resolution = resolution
-        self._apply = None
+        # the network with its hard conditions (built on first use when not given: the
+        # run that trained it hands over its own)
+        self._apply = apply
         self._compiled: dict = {}
         self._scores: dict = {}
 
@@ -106,23 +71,10 @@ class Solution:
     def apply(self):
         """``apply(net_params, x[N, d]) -> [N, n_fields]`` with hard constraints."""
         if self._apply is None:
-            from pinn.train.loss import _hard_transforms
-
             with precision_scope(self.precision):
-                if self.windows is None:
-                    raw, _ = build_network(self.problem, self.model, self.seed)
-                    self._apply = _hard_transforms(self.problem, raw, self.problem.space.dim,
-                                                   time_span=self.time_span_scaled)
-                else:
-                    from pinn.marching import piecewise_apply, window_problem
-
-                    applies = []
-                    for k in range(len(self.windows) - 1):
-                        pk = window_problem(self.problem, k, self.windows)
-                        raw, _ = build_network(pk, self.model, self.seed)
-                        applies.append(_hard_transforms(pk, raw, pk.space.dim))
-                    self._apply = piecewise_apply(applies, self.windows,
-                                                  self.problem.time_index)
+                self._apply = field_apply(self.problem, self.model, self.seed,
+                                          windows=self.windows,
+                                          time_span=self.time_span_scaled)
         return self._apply
 
     def _as_points(self, points, params: Mapping[str, float] | None = None) -> np.ndarray:
@@ -181,8 +133,6 @@ class Solution:
         with precision_scope(self.precision):
             fn = self._compiled.get(key)
             if fn is None:
-                from pinn.compile import compile_terms
-
                 fn = jax.jit(compile_terms(parsed, coords=self.problem.inputs,
                                            fields=self.problem.fields, apply=self.apply,
                                            spatial=self.problem.spatial))
@@ -193,8 +143,6 @@ class Solution:
     def _parse(self, e) -> E.Expr:
         if isinstance(e, E.Expr):
             return e
-        from pinn.dsl import parse
-
         return parse(str(e), namespace_of(self.problem))
 
     def learned_params(self) -> dict[str, float]:
@@ -255,20 +203,14 @@ class Solution:
         and ``params.npz`` (the layout: :mod:`pinn.serialize`); with ``report`` also the
         errors, plots, ``metrics.json``, ``history.jsonl`` and ``report.md``
         (:func:`pinn.report.write_run`), without it ``history.jsonl``. Returns the folder."""
-        from pinn import serialize
-
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         serialize.save_solution(d, self)
         if report:
-            from pinn.report import true_params, write_run
-
             write_run(d, self.problem, self.score(), self.metrics, history=self.history,
                       method="PINN", snapshots=snapshots,
                       true_params=true_params(self.problem))
         elif self.history:
-            from pinn.io import write_jsonl
-
             write_jsonl(d / serialize.HISTORY_FILE, self.history)
         return d
 
@@ -279,9 +221,7 @@ class Solution:
         ``FileNotFoundError`` when there is none and ``ValueError`` naming the fix when it
         cannot be loaded (an old ``solution.pkl``, a tampered or newer file, a problem or
         model that was not saved as data)."""
-        from pinn.serialize import read_solution
-
-        return cls(**read_solution(directory))
+        return cls(**serialize.read_solution(directory))
 
     # -- fields, figures, reports ---------------------------------------------------
     def to_xarray(self, resolution=None):
@@ -291,8 +231,6 @@ class Solution:
         ``<field>_exact`` (or ``<field>_reference``) and ``<field>_error`` (solution minus
         truth); NaN outside the domain. Needs xarray (``pip install 'pinn[fields]'``);
         ``.to_netcdf(path)`` writes it (what ``pinn export-fields RUN -f netcdf`` does)."""
-        from pinn.export import fields as F
-
         return F.to_xarray(F.from_score(self.score(resolution), problem=self.problem.name,
                                         method="PINN"))
 
@@ -301,8 +239,6 @@ class Solution:
         first) on the evaluation grid: the solution and, where the problem has a truth, the
         truth and the pointwise error beside it (the run folder's ``field_<name>.png``);
         ``snapshots``: times shown of an evolution problem."""
-        from pinn.report import plots
-
         s = self.score(resolution)
         names = self.problem.field_names
         name = names[0] if field is None else getattr(field, "name", field)
@@ -320,8 +256,6 @@ class Solution:
         (:func:`pinn.report.write_run`): plots, ``metrics.json``, ``solution_grid.npz``,
         ``report.md`` and the self-contained ``report.html``; returns ``report.md``'s path.
         ``resolution``: the evaluation grid (default: the run's)."""
-        from pinn.report import true_params, write_run
-
         d = Path(directory)
         write_run(d, self.problem, self.score(resolution), self.metrics,
                   history=self.history, method="PINN", snapshots=snapshots,

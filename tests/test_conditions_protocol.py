@@ -13,7 +13,8 @@ import pytest
 import pinn
 from pinn import conditions as C
 from pinn.dsl import expr as E
-from pinn.train.loss import Points, assemble
+from pinn.train.loss import assemble
+from pinn.train.spec import Points
 
 x = pinn.coords("x")
 u = pinn.field("u")

@@ -249,7 +249,7 @@ def test_csv_round_trip(capsys, runs):
 
 
 def test_html_report_is_self_contained(runs, tmp_path):
-    from pinn.report.compare import write_comparison
+    from pinn.compare import write_comparison
 
     write_comparison(tmp_path, pinn.config.load(HEAT).problem,
                      {"PINN": runs / "heat", "FEM": runs / "heat-fem"}, resolution=10)
@@ -329,7 +329,7 @@ DOMAINS = {  # domain and exact solution (as in tests/test_cli_report.py)
 @pytest.mark.parametrize("kind", sorted(DOMAINS))
 def test_grid_cells_for_every_dimension(tmp_path, kind):
     from pinn.evaluate import score, truth
-    from pinn.export import fields as F
+    from pinn.report import fields as F
 
     dom, exact = DOMAINS[kind]
     p = pinn.config.load(f"{kind}.yaml", text=f"domain: {dom}\nequations: {{eq: \"u - "
@@ -369,7 +369,7 @@ def test_grid_cells_for_every_dimension(tmp_path, kind):
 
 
 def test_more_than_three_space_dimensions_go_to_csv_and_netcdf(tmp_path):
-    from pinn.export import fields as F
+    from pinn.report import fields as F
 
     rng = np.random.default_rng(0)
     points = rng.uniform(size=(6, 4))

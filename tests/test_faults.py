@@ -324,11 +324,12 @@ def _fit_run(**kwargs):
     import jax
     import jax.numpy as jnp
 
-    from pinn.train import Adam, Stage, run
+    from pinn.train import Adam, Points, Stage, Training, run
 
-    return run(_fit_terms, {"w": jnp.zeros(3)}, stages=[Stage(Adam(lr=1e-2), 60)],
-               sample_fn=_fit_sample, key=jax.random.key(3), resample_every=7, chunk=5,
-               checkpoint_every=10, progress=False, **kwargs)
+    return run(_fit_terms, {"w": jnp.zeros(3)},
+               Training([Stage(Adam(lr=1e-2), 60)], points=Points(resample_every=7), chunk=5,
+                        eval_every=None, checkpoint_every=10), sample_fn=_fit_sample,
+               key=jax.random.key(3), progress=False, **kwargs)
 
 
 def test_resume_skips_damaged_checkpoints_and_says_which_it_used(tmp_path):

@@ -17,9 +17,10 @@ import pinn
 import pinn.config
 from pinn.config.errors import ConfigError
 from pinn.nets import FieldNetworksModule, count_params, split
+from pinn.network import build_network
 from pinn.problem import ProblemError
-from pinn.solution import Solution, build_network
-from pinn.training import precision_scope
+from pinn.solution import Solution
+from pinn.train.spec import precision_scope
 
 x, y, t = pinn.coords("x y t")
 SMALL = pinn.MLP(width=12, depth=2)

@@ -23,7 +23,7 @@ def _own_term(apply, params, pts):  # a user's JAX loss term (a scalar)
 @pytest.fixture(scope="module")
 def system():
     """A system with a term of every kind, its raw network and parameters (float64)."""
-    from pinn.solution import build_network
+    from pinn.network import build_network
 
     rng = np.random.default_rng(0)
     pts = rng.uniform(0, 1, (12, 3))
@@ -107,7 +107,7 @@ def _iterate(opt, f, z0, solution, steps=60):
     with jax.enable_x64(True):
         z0, solution = jnp.asarray(z0, jnp.float64), jnp.asarray(solution, jnp.float64)
         rule, m = opt._rule(), f(z0).size
-        state = opt.make(steps).init(z0)
+        state = opt.init(z0, steps)
         step = jax.jit(lambda z, s: gauss_newton_step(f, z, s, rule, m))
         z, errors = z0, []
         for _ in range(steps):
@@ -205,7 +205,7 @@ def test_a_terms_function_without_residuals_is_refused():
 
     with pytest.raises(ValueError, match="residual vectors"):
         pinn.train.run(terms_fn, {"a": jnp.ones(())},
-                       stages=[pinn.Stage(LevenbergMarquardt(), 2)],
+                       pinn.Training([pinn.Stage(LevenbergMarquardt(), 2)]),
                        sample_fn=lambda key, p: jnp.ones((4,)), key=jax.random.key(0),
                        progress=False, handle_signals=False)
 
@@ -224,9 +224,10 @@ def test_a_plain_terms_function_with_residuals_trains():
     with jax.enable_x64(True):
         s = jnp.linspace(0.0, 1.0, 16)
         result = pinn.train.run(terms_fn, {"a": jnp.ones(()), "b": jnp.zeros(())},
-                                stages=[pinn.Stage(LevenbergMarquardt(), 20)],
-                                sample_fn=lambda key, p: s, key=jax.random.key(0),
-                                resample_every=None, chunk=20, progress=False,
+                                pinn.Training([pinn.Stage(LevenbergMarquardt(), 20)],
+                                              points=pinn.Points(resample_every=None), chunk=20,
+                                              eval_every=None, checkpoint_every=None),
+                                sample_fn=lambda key, p: s, key=jax.random.key(0), progress=False,
                                 handle_signals=False)
     assert abs(float(result.params["a"]) - 2.0) < 1e-12
     assert abs(float(result.params["b"]) + 1.5) < 1e-12

@@ -80,7 +80,7 @@ conditions:
 
 @pytest.mark.parametrize("on", ["boundary", "hole"])
 def test_hard_dirichlet_on_a_disk_with_a_hole_equals_the_boundary_values(tmp_path, on):
-    from pinn.train.loss import _hard_transforms
+    from pinn.network import hard_transforms
 
     f = tmp_path / "hole.yaml"
     f.write_text(HOLE.replace("ON", on))
@@ -89,7 +89,7 @@ def test_hard_dirichlet_on_a_disk_with_a_hole_equals_the_boundary_values(tmp_pat
     def apply(params, x):  # a stand-in network, far from the boundary values
         return (jnp.cos(x @ params) + 2.0)[:, None]
 
-    u = _hard_transforms(problem, apply, 2)
+    u = hard_transforms(problem, apply)
     params = jnp.asarray([1.3, -0.7])
     parts = ("rim", "hole") if on == "boundary" else ("hole",)
     b = problem.space.sample_boundary(KEY, 2000, on=parts)

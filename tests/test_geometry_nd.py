@@ -114,7 +114,7 @@ def test_ball_in_space_time_samples_its_sphere_and_start():
 
 
 def _hard_apply(text, tmp_path):
-    from pinn.train.loss import _hard_transforms
+    from pinn.network import hard_transforms
 
     f = tmp_path / "p.yaml"
     f.write_text(text)
@@ -123,7 +123,7 @@ def _hard_apply(text, tmp_path):
     def apply(params, x):  # any network: a smooth function that is not zero on the walls
         return jnp.cos(x @ params)[:, None] + 1.5
 
-    return problem, _hard_transforms(problem, apply, 5)
+    return problem, hard_transforms(problem, apply)
 
 
 HARD_5D = """\

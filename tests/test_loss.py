@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import pinn
-from pinn.train.loss import Points, assemble
+from pinn.train.loss import assemble
+from pinn.train.spec import Points
 
 x, y, t = pinn.coords("x y t")
 u = pinn.field("u")

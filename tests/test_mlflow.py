@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 import pinn
-from pinn.train import Adam, MLflow, Stage, run
+from pinn.train import Adam, MLflow, Points, Stage, Training, run
 
 pytest.importorskip("mlflow", reason="the optional extra pinn[mlflow] is not installed "
                                      "(pip install 'pinn[mlflow]')")
@@ -33,9 +33,11 @@ def _only_run(uri):
 
 def test_mlflow_metrics_per_term_error_and_rate(tmp_path):
     uri = (tmp_path / "mlruns").as_uri()
-    result = run(quadratic, {"p": jnp.asarray(0.0)}, stages=[Stage(Adam(lr=0.05), 200)],
-                 sample_fn=lambda k, p: jnp.zeros(()), key=jax.random.key(0), chunk=50,
-                 progress=False, handle_signals=False, eval_every=100,
+    result = run(quadratic, {"p": jnp.asarray(0.0)},
+                 Training([Stage(Adam(lr=0.05), 200)], points=Points(resample_every=1000), chunk=50,
+                          eval_every=100, checkpoint_every=None),
+                 sample_fn=lambda k, p: jnp.zeros(()), key=jax.random.key(0), progress=False,
+                 handle_signals=False,
                  evaluate=lambda p: {"rel_l2_p": abs(float(p["p"]) - 0.5 / 1.1)},
                  observers=[MLflow(uri, experiment="quad", run_name="q")])
     client, r = _only_run(uri)

@@ -19,7 +19,8 @@ import pinn.config
 from pinn import evaluate as ev
 from pinn.cli import main
 from pinn.compile import compile_terms
-from pinn.train.loss import Points, _Draw, assemble
+from pinn.train.loss import _Draw, assemble
+from pinn.train.spec import Points
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILE = os.path.join(ROOT, "problems", "heat2d_parametric.yaml")

@@ -9,7 +9,7 @@ import pytest
 
 import pinn
 from pinn import config
-from pinn.training import precision_scope
+from pinn.train.spec import precision_scope
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILE = os.path.join(ROOT, "benchmarks", "pinnacle", "poisson2d_c.yaml")

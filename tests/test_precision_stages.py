@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import pinn
-from pinn.train import Adam, Observer, SSBroyden, Stage, run
-from pinn.training import stage_precisions
+from pinn.train import LBFGS, Adam, Observer, Points, SSBroyden, Stage, Training, run
+from pinn.train.spec import stage_precisions
 
 A_STAR = np.random.default_rng(1).normal(size=6)
 
@@ -39,12 +39,14 @@ class Dtypes(Observer):
             self.seen.setdefault(event.stage, set()).update(str(a.dtype) for a in leaves)
 
 
-def fit_run(precisions, **kw):
+def fit_run(precisions, checkpoint_every=None, **kw):
     stages = [Stage(Adam(lr=2e-2), 60, precision=precisions[0]),
               Stage(SSBroyden(), 40, precision=precisions[1])]
     params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
-    return run(fit_terms, params, stages=stages, sample_fn=fit_sample, key=jax.random.key(3),
-               resample_every=20, chunk=20, progress=False, **kw)
+    return run(fit_terms, params,
+               Training(stages, points=Points(resample_every=20), chunk=20, eval_every=None,
+                        checkpoint_every=checkpoint_every), sample_fn=fit_sample,
+               key=jax.random.key(3), progress=False, **kw)
 
 
 def test_stages_switch_from_float32_to_float64_and_resume_across_the_switch(tmp_path):
@@ -76,12 +78,14 @@ def test_stages_switch_from_float32_to_float64_and_resume_across_the_switch(tmp_
                               np.asarray(mixed.params["net"]["a"]))
 
 
-def mixed_run(steps=200, **kw):
+def mixed_run(steps=200, checkpoint_every=None, **kw):
     """SSBroyden alone on the tanh fit, started in float32 ("mixed")."""
     params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
-    return run(fit_terms, params, stages=[Stage(SSBroyden(), steps, precision="mixed")],
-               sample_fn=fit_sample, key=jax.random.key(3), resample_every=None, chunk=10,
-               progress=False, **kw)
+    return run(fit_terms, params,
+               Training([Stage(SSBroyden(), steps, precision="mixed")],
+                        points=Points(resample_every=None), chunk=10, eval_every=None,
+                        checkpoint_every=checkpoint_every), sample_fn=fit_sample,
+               key=jax.random.key(3), progress=False, **kw)
 
 
 def coefficient_error(result):
@@ -98,9 +102,11 @@ def test_a_mixed_stage_goes_on_in_float64_from_its_float32_floor(tmp_path):
         mixed = mixed_run(observers=[seen], checkpoint_dir=tmp_path / "ck",
                           checkpoint_every=10, keep_checkpoints=None)
         params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
-        alone32 = run(fit_terms, params, stages=[Stage(SSBroyden(), 200, precision=32)],
-                      sample_fn=fit_sample, key=jax.random.key(3), resample_every=None,
-                      chunk=10, progress=False)
+        alone32 = run(fit_terms, params,
+                      Training([Stage(SSBroyden(), 200, precision=32)],
+                               points=Points(resample_every=None), chunk=10, eval_every=None,
+                               checkpoint_every=None), sample_fn=fit_sample, key=jax.random.key(3),
+                      progress=False)
     assert seen.seen == {0: {"float32", "float64"}}
     switch = [r for r in mixed.history if r.get("event") == "float64"]
     assert len(switch) == 1 and "stalled in float32" in switch[0]["message"]
@@ -129,13 +135,14 @@ def test_a_mixed_stage_goes_on_in_float64_from_its_float32_floor(tmp_path):
 def test_a_mixed_lbfgs_stage_goes_on_in_float64():
     """L-BFGS (optax's, no refresh of its own) switches too: the stored loss dropped, its
     memory kept. Measured: the switch at step 44, 2.4e-15 from A_STAR at the end."""
-    from pinn.train import LBFGS
 
     with jax.enable_x64(True):
         params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
-        res = run(fit_terms, params, stages=[Stage(LBFGS(), 300, precision="mixed")],
-                  sample_fn=fit_sample, key=jax.random.key(3), resample_every=None,
-                  chunk=10, progress=False)
+        res = run(fit_terms, params,
+                  Training([Stage(LBFGS(), 300, precision="mixed")],
+                           points=Points(resample_every=None), chunk=10, eval_every=None,
+                           checkpoint_every=None), sample_fn=fit_sample, key=jax.random.key(3),
+                  progress=False)
     assert "float64_from" in res.stages[0]
     assert res.params["net"]["a"].dtype == jnp.float64
     assert coefficient_error(res) < 1e-10
@@ -147,8 +154,9 @@ def test_a_mixed_stage_compiles_each_precision_once():
     with jax.enable_x64(True), _Compiles() as log:
         params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
         res = run(fit_terms, params,
-                  stages=[Stage(SSBroyden(max_linesearch_steps=23), 200, precision="mixed")],
-                  sample_fn=fit_sample, key=jax.random.key(3), resample_every=None, chunk=10,
+                  Training([Stage(SSBroyden(max_linesearch_steps=23), 200, precision="mixed")],
+                           points=Points(resample_every=None), chunk=10, eval_every=None,
+                           checkpoint_every=None), sample_fn=fit_sample, key=jax.random.key(3),
                   progress=False)
     assert "float64_from" in res.stages[0]
     assert len(log.chunks()) == 2, log.chunks()
@@ -165,23 +173,21 @@ def test_mixed_needs_a_line_search_stage():
              "training: {stages: [{adam: {}, steps: 10, precision: mixed}]}\n").training()
 
 
-@pytest.mark.parametrize("mixed", [False, True])
-def test_auto_and_the_stages_own_precisions(monkeypatch, mixed):
-    """A stage's own precision wins; auto is float32 Adam, then SSBroyden "mixed" (float32
-    until its line search stalls, then float64: MIXED_AUTO, the default), or float64 for the
-    whole run when a stage prefers it (MIXED_AUTO off)."""
-    import pinn.training as PT
+def test_auto_and_the_stages_own_precisions():
+    """A stage's own precision wins; auto is float32 for a first-order stage, "mixed"
+    (float32 until its line search stalls, then float64) for one that prefers float64 and
+    supports mixed (SSBroyden), float64 for one that only prefers it (Gauss-Newton), as the
+    optimisers declare."""
+    from pinn.train import GaussNewton
 
-    monkeypatch.setattr(PT, "MIXED_AUTO", mixed)
-    auto = (32, "mixed") if mixed else (64, 64)
-    assert stage_precisions([False, True], [None, None], None, [False, True]) == auto
-    assert stage_precisions([False, True], [None, None], "auto", [False, True]) == auto
+    auto = (32, "mixed")
+    assert stage_precisions([Adam(), SSBroyden()], [None, None], None) == auto
+    assert stage_precisions([Adam, SSBroyden], [None, None], "auto") == auto
     # a second-order method without a float32 start (Gauss-Newton): float64
-    assert stage_precisions([False, True], [None, None], None) == ((32, 64) if mixed
-                                                                   else (64, 64))
-    assert stage_precisions([False, False], [None, None]) == (32, 32)
-    assert stage_precisions([False, True], [None, None], 64) == (64, 64)
-    assert stage_precisions([False, True], [64, None], 32) == (64, 32)
+    assert stage_precisions([Adam(), GaussNewton()], [None, None], None) == (32, 64)
+    assert stage_precisions([Adam(), LBFGS()], [None, None]) == (32, 32)
+    assert stage_precisions([Adam(), SSBroyden()], [None, None], 64) == (64, 64)
+    assert stage_precisions([Adam(), SSBroyden()], [64, None], 32) == (64, 32)
     with pytest.raises(ValueError, match="precision"):
         Stage(Adam(), 10, precision=16)
     x = pinn.coords("x")
@@ -191,8 +197,7 @@ def test_auto_and_the_stages_own_precisions(monkeypatch, mixed):
                            conditions={"ends": pinn.Dirichlet(u, 0, on="boundary")})
     run_ = pinn.setup(problem, progress=False)  # the default recipe, precision auto
     assert run_.precision == 64
-    assert [s.precision for s in run_.training.stages] == ([32, "mixed"] if mixed
-                                                           else [None, None])
+    assert [s.precision for s in run_.training.stages] == [32, "mixed"]
     run_ = pinn.setup(problem, precision=64, progress=False)
     assert [s.precision for s in run_.training.stages] == [None, None]
     from pinn.config import load
@@ -247,8 +252,10 @@ def test_later_stages_compile_ahead_once_in_their_precision(precisions, lr, ls):
         stages = [Stage(Adam(lr=lr), 30, precision=precisions[0]),
                   Stage(SSBroyden(max_linesearch_steps=ls), 20, precision=precisions[1])]
         params = {"net": {"a": jnp.asarray(A_STAR + 0.3, jnp.float64)}}
-        res = run(fit_terms, params, stages=stages, sample_fn=fit_sample,
-                  key=jax.random.key(5), resample_every=10, chunk=10, progress=False)
+        res = run(fit_terms, params,
+                  Training(stages, points=Points(resample_every=10), chunk=10, eval_every=None,
+                           checkpoint_every=None), sample_fn=fit_sample, key=jax.random.key(5),
+                  progress=False)
     assert len(log.chunks()) == 2, log.chunks()
     assert res.step == 50 and float(fit_terms(res.params, {"x": jnp.linspace(-1, 1, 9)})[
         "fit"]) < 1e-4

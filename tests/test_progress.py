@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from pinn.train import LBFGS, Adam, Progress, Stage, run
+from pinn.train import LBFGS, Adam, Points, Progress, Stage, Training, run
 from pinn.train.progress import LineView, resolve_format
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,11 +36,13 @@ def no_batch(key, params):
     return jnp.zeros(())
 
 
-def train(*observers, steps=(200, 10), evaluate=None, **kw):
+def train(*observers, steps=(200, 10), evaluate=None, eval_every=None, **kw):
     stages = [Stage(Adam(lr=0.05), steps[0])] + [Stage(LBFGS(), n) for n in steps[1:]]
-    return run(quadratic, {"p": jnp.asarray(0.0)}, stages=stages, sample_fn=no_batch,
-               key=jax.random.key(0), chunk=50, handle_signals=False, evaluate=evaluate,
-               observers=list(observers), **{"progress": False, **kw})
+    return run(quadratic, {"p": jnp.asarray(0.0)},
+               Training(stages, points=Points(resample_every=1000), chunk=50,
+                        eval_every=eval_every, checkpoint_every=None), sample_fn=no_batch, key=jax.random.key(0),
+               handle_signals=False, evaluate=evaluate, observers=list(observers),
+               **{"progress": False, **kw})
 
 
 def test_plain_lines_announce_each_compilation_and_the_progress():
@@ -169,10 +171,11 @@ def test_a_notebook_shows_the_progress_in_its_saved_outputs(tmp_path, monkeypatc
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
         "import jax, jax.numpy as jnp\n"
-        "from pinn.train import Adam, Stage, run\n"
+        "from pinn.train import Adam, Stage, Training, run\n"
         "result = run(lambda p, b: {'fit': (p['p'] - 0.5) ** 2}, {'p': jnp.asarray(0.0)},\n"
-        "             stages=[Stage(Adam(lr=0.05), 100)], sample_fn=lambda k, p: jnp.zeros(()),\n"
-        "             key=jax.random.key(0), chunk=50, handle_signals=False)\n")]
+        "             Training([Stage(Adam(lr=0.05), 100)], chunk=50),\n"
+        "             sample_fn=lambda k, p: jnp.zeros(()), key=jax.random.key(0),\n"
+        "             handle_signals=False)\n")]
     nbclient.NotebookClient(nb, kernel_name="pinn-progress", timeout=300).execute()
     outputs = nb.cells[0].outputs
     shown = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "")

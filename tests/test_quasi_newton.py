@@ -18,9 +18,12 @@ import pytest
 
 import pinn
 from pinn.train.quasi_newton import (
+    LBFGS,
     SSBroyden,
     _theta_tau,
+    _two_loop,
     _update_inverse,
+    scale_by_lbfgs,
     scale_by_self_scaled_broyden,
     wolfe_search,
 )
@@ -33,7 +36,9 @@ def rosenbrock(x):
 
 
 def _minimise(f, x0, method, steps):
-    tx = SSBroyden(method=method).make(steps)
+    # the direction with optax's zoom line search (the stage itself uses pinn's: below)
+    tx = optax.chain(scale_by_self_scaled_broyden(method),
+                     optax.scale_by_zoom_linesearch(30, initial_guess_strategy="one"))
     value_and_grad = optax.value_and_grad_from_state(f)
 
     @jax.jit
@@ -74,18 +79,17 @@ def _minimise_by_line_step(f, x0, method, steps):
     """The training core's step (SSBroyden.line_step: one evaluation site, pinn's own
     strong-Wolfe search); the first step only evaluates f at x0 (nothing stored yet)."""
     opt = SSBroyden(method=method)
-    tx = opt.make(steps)
 
     @jax.jit
     def step(x, state):
         value, gnorm, new, _, state, fresh = opt.line_step(f, x, state)
         return new, state, gnorm, fresh
 
-    x, state = x0, tx.init(x0)
+    x, state = x0, opt.init(x0, steps)
     path, evaluations = [np.asarray(x0)], 0
     for k in range(steps + 1):
         x, state, gnorm, fresh = step(x, state)
-        evaluations += int(state[1].info.num_linesearch_steps)
+        evaluations += int(state[1].trials)
         if bool(fresh):
             continue
         path.append(np.asarray(x))
@@ -219,9 +223,49 @@ def test_update_keeps_positive_definiteness_and_refuses_negative_curvature():
 
 
 def test_ssbroyden_refuses_too_many_parameters():
-    tx = SSBroyden(max_params=10).make(1)
     with pytest.raises(ValueError, match="max_params=10"):
-        tx.init({"w": jnp.zeros((4, 4))})
+        SSBroyden(max_params=10).init({"w": jnp.zeros((4, 4))}, 1)
+
+
+def test_lbfgs_two_loop_is_the_bfgs_inverse_of_its_pairs():
+    """The two-loop recursion over m pairs equals H g with H built by m BFGS updates of
+    gamma*I (gamma = s'y / y'y of the newest pair), Nocedal & Wright (7.19)."""
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(3)
+        n, m = 7, 4
+        q = rng.normal(size=(n, n))
+        A = q @ q.T + n * np.eye(n)
+        S = rng.normal(size=(m, n))
+        Y = S @ A  # pairs of a quadratic: y = A s (positive curvature)
+        gamma = S[-1] @ Y[-1] / (Y[-1] @ Y[-1])
+        H = gamma * np.eye(n)
+        for s, y in zip(S, Y, strict=True):
+            rho = 1.0 / (y @ s)
+            V = np.eye(n) - rho * np.outer(y, s)
+            H = V.T @ H @ V + rho * np.outer(s, s)
+        g = rng.normal(size=n)
+        state = scale_by_lbfgs(m).init(jnp.zeros(n))._replace(
+            s=jnp.asarray(S), y=jnp.asarray(Y), rho=jnp.asarray(1.0 / np.sum(S * Y, 1)),
+            head=jnp.asarray(0, jnp.int32))
+        np.testing.assert_allclose(_two_loop(state, jnp.asarray(g)), H @ g, rtol=1e-10)
+
+
+def test_lbfgs_stage_minimises_rosenbrock_through_the_shared_line_search():
+    """L-BFGS takes the same strong-Wolfe search as SSBroyden: the extended Rosenbrock
+    function to 1e-10 (measured: 74 iterations, 91 evaluations with 20 pairs)."""
+    with jax.enable_x64(True):
+        opt = LBFGS()
+        x = jnp.asarray([-1.2, 1.0] * 5, dtype=jnp.float64)
+        state = opt.init(x, 1)
+        step = jax.jit(lambda x, state: opt.line_step(rosenbrock, x, state))
+        iterations = 0
+        while iterations < 300:
+            _, gnorm, x, _, state, _ = step(x, state)
+            iterations += 1
+            if float(gnorm) < 1e-10:
+                break
+    assert float(jnp.linalg.norm(x - 1.0)) < 1e-9
+    assert iterations <= 120, iterations
 
 
 @pytest.mark.parametrize("bad", [{"method": "newton"}, {"resample_every": 0},

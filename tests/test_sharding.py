@@ -47,7 +47,7 @@ def _worker(case: str, precision: int, out: str) -> None:  # pragma: no cover - 
     import pinn
     from pinn import config
     from pinn.train import LBFGS, Adam, Observer, Stage
-    from pinn.training import precision_scope
+    from pinn.train.spec import precision_scope
 
     assert len(jax.devices()) == 4, jax.devices()
 
@@ -78,7 +78,7 @@ def _worker(case: str, precision: int, out: str) -> None:  # pragma: no cover - 
             args["sample_fn"] = lambda k, p, sample=sample: jax.tree.map(
                 lambda x: x[::-1], sample(k, p))
         with precision_scope(precision):
-            pinn.train.run(run.assembly.terms_fn, run.params, **args)
+            pinn.train.run(run.assembly.terms_fn, run.params, run.training, **args)
         for step, value in grab.at.items():
             results[f"{name}/{step}"] = value
     np.savez(out, **results)

@@ -1,5 +1,6 @@
 """The training loop: L-BFGS, stages, NaN roll-back, resume bit for bit, progress, checkpoints."""
 
+import dataclasses
 import io
 import os
 import re
@@ -8,7 +9,6 @@ import signal
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from pinn.train import (
@@ -16,7 +16,9 @@ from pinn.train import (
     Adam,
     GradNorm,
     Interrupted,
+    Points,
     Stage,
+    Training,
     TrainingDiverged,
     latest_checkpoint,
     load_checkpoint,
@@ -80,18 +82,10 @@ POLY_WEIGHTING = GradNorm(every=7, alpha=0.5)
 
 def poly_run(**kwargs):
     params = {"net": {"a": jnp.zeros(9)}, "pde": {"c": jnp.asarray(0.3)}}
-    return run(
-        poly_terms,
-        params,
-        stages=POLY_STAGES,
-        sample_fn=poly_sample,
-        key=jax.random.key(7),
-        weighting=POLY_WEIGHTING,
-        resample_every=4,
-        chunk=8,
-        progress=False,
-        **kwargs,
-    )
+    return run(poly_terms, params,
+               Training(POLY_STAGES, points=Points(resample_every=4), chunk=8, eval_every=None,
+                        checkpoint_every=None), sample_fn=poly_sample, key=jax.random.key(7),
+               weighting=POLY_WEIGHTING, progress=False, **kwargs)
 
 
 def strip(rows):
@@ -156,17 +150,11 @@ def test_nan_rollback_recovers_and_is_recorded_and_progress_is_quiet(capfd):
     # progress=True, and stderr is not a terminal under pytest: timestamped progress lines
     # on stderr only (tests/test_progress.py), nothing on stdout
     with pytest.warns(RuntimeWarning, match="rolled back"):
-        result = run(
-            barrier_terms,
-            {"p": jnp.asarray(0.0)},
-            stages=[Stage(Adam(lr=2.0, decay="cosine"), 200)],
-            sample_fn=no_batch,
-            key=jax.random.key(0),
-            chunk=30,
-            progress=True,
-            evaluate=lambda p: {"err": abs(float(p["p"]) - 0.5)},
-            eval_every=100,
-        )
+        result = run(barrier_terms, {"p": jnp.asarray(0.0)},
+                     Training([Stage(Adam(lr=2.0, decay="cosine"), 200)],
+                              points=Points(resample_every=1000), chunk=30, eval_every=100,
+                              checkpoint_every=None), sample_fn=no_batch, key=jax.random.key(0),
+                     progress=True, evaluate=lambda p: {"err": abs(float(p["p"]) - 0.5)})
     captured = capfd.readouterr()
     assert captured.out == ""
     assert all(re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ", line)
@@ -192,15 +180,10 @@ def aux_terms(params, batch):
 
 
 def test_aux_outputs_are_logged_not_minimised():
-    result = run(
-        aux_terms,
-        {"p": jnp.asarray(0.0)},
-        stages=[Stage(Adam(lr=0.1), 100)],
-        sample_fn=no_batch,
-        key=jax.random.key(0),
-        chunk=50,
-        progress=False,
-    )
+    result = run(aux_terms, {"p": jnp.asarray(0.0)},
+                 Training([Stage(Adam(lr=0.1), 100)], points=Points(resample_every=1000), chunk=50,
+                          eval_every=None, checkpoint_every=None), sample_fn=no_batch,
+                 key=jax.random.key(0), progress=False)
     last = result.history[-1]
     assert abs(float(result.params["p"]) - 1.0) < 0.05  # p^2 was not minimised
     assert last["aux.p_squared"] == pytest.approx(float(result.params["p"]) ** 2, rel=1e-6)
@@ -209,30 +192,19 @@ def test_aux_outputs_are_logged_not_minimised():
 
 def test_repeated_nan_stops_with_clear_error():
     with pytest.warns(RuntimeWarning), pytest.raises(TrainingDiverged) as info:
-        run(
-            wall_terms,
-            {"p": jnp.asarray(0.0)},
-            stages=[Stage(Adam(lr=0.5), 100)],
-            sample_fn=no_batch,
-            key=jax.random.key(0),
-            chunk=50,
-            max_retries=2,
-            progress=False,
-        )
+        run(wall_terms, {"p": jnp.asarray(0.0)},
+            Training([Stage(Adam(lr=0.5), 100)], points=Points(resample_every=1000), chunk=50,
+                     eval_every=None, checkpoint_every=None), sample_fn=no_batch,
+            key=jax.random.key(0), max_retries=2, progress=False)
     err = info.value
     assert "diverged" in str(err) and "from step 0" in str(err) and "clip" in str(err)
     assert len(err.failures) == 3
     assert float(err.params["p"]) == 0.0  # the last good parameters
     with pytest.raises(TrainingDiverged, match="initial parameters"):
-        run(
-            wall_terms,
-            {"p": jnp.asarray(2.0)},
-            stages=[Stage(Adam(lr=0.5), 100)],
-            sample_fn=no_batch,
-            key=jax.random.key(0),
-            chunk=50,
-            progress=False,
-        )
+        run(wall_terms, {"p": jnp.asarray(2.0)},
+            Training([Stage(Adam(lr=0.5), 100)], points=Points(resample_every=1000), chunk=50,
+                     eval_every=None, checkpoint_every=None), sample_fn=no_batch,
+            key=jax.random.key(0), progress=False)
 
 
 def test_progress_bar_in_a_terminal():
@@ -301,9 +273,10 @@ def test_each_stage_fits_a_fresh_batch_when_resampling(resample_every):
     stages = [Stage(LBFGS(gtol=1e-12), 20), Stage(LBFGS(gtol=1e-12), 20)]
     ends = []
     for n in (1, 2):
-        res = run(mean_terms, {"p": jnp.asarray(0.0)}, stages=stages[:n],
-                  sample_fn=mean_sample, key=jax.random.key(3), resample_every=resample_every,
-                  chunk=10, progress=False)
+        res = run(mean_terms, {"p": jnp.asarray(0.0)},
+                  Training(stages[:n], points=Points(resample_every=resample_every), chunk=10,
+                           eval_every=None, checkpoint_every=None), sample_fn=mean_sample,
+                  key=jax.random.key(3), progress=False)
         ends.append(float(res.params["p"]))
     # stage 1 fits the first batch (drawn before training, the same in both runs)
     key, sub = jax.random.split(jax.random.key(3))
@@ -321,8 +294,10 @@ def test_lbfgs_stops_when_the_line_search_finds_no_decrease():
     """float32: once the loss is at its rounding floor, L-BFGS stops ('stalled') instead of
     spending every remaining step on a full line search that finds nothing."""
     params = {"net": {"a": jnp.zeros(9, jnp.float32)}, "pde": {"c": jnp.asarray(0.3, jnp.float32)}}
-    res = run(poly_terms, params, stages=[Stage(LBFGS(), 3000)], sample_fn=poly_sample,
-              key=jax.random.key(7), resample_every=None, chunk=100, progress=False)
+    res = run(poly_terms, params,
+              Training([Stage(LBFGS(), 3000)], points=Points(resample_every=None), chunk=100,
+                       eval_every=None, checkpoint_every=None), sample_fn=poly_sample,
+              key=jax.random.key(7), progress=False)
     first = res.history[0]["loss"]
     st = res.stages[0]
     assert st["status"] == "stalled" and st["stopped_at"] < 3000
@@ -332,35 +307,41 @@ def test_lbfgs_stops_when_the_line_search_finds_no_decrease():
                for v in jax.tree.leaves(res.params))
 
 
-def _failing_once(at: int):
-    """optax's zoom line search, except that its ``at``-th call in the whole run finds no
-    step (a zero update, as a line search that gives up returns). The count lives on the
-    host (a callback), so it survives the optimiser's restart."""
-    inner = optax.scale_by_zoom_linesearch(30, initial_guess_strategy="one")
-    calls = [0]
+_CALLS = [0]
 
-    def count():
-        calls[0] += 1
-        return np.asarray(calls[0] == at)
 
-    def update(updates, state, params=None, **extra):
-        new, state = inner.update(updates, state, params, **extra)
-        fail = jax.pure_callback(count, jax.ShapeDtypeStruct((), jnp.bool_))
-        new = jax.tree.map(lambda u: jnp.where(fail, jnp.zeros_like(u), u), new)
-        return new, state
+@dataclasses.dataclass(frozen=True)
+class _FailingOnce(LBFGS):
+    """L-BFGS whose ``at``-th line search in the whole run finds no step (it stays where it
+    is, as a line search that gives up does). The count lives on the host (a callback), so
+    it survives the optimiser's restart."""
 
-    return optax.GradientTransformationExtraArgs(inner.init, update)
+    at: int = 10
+
+    def line_step(self, f, params, state):
+        value, gnorm, new, moved, state, fresh = super().line_step(f, params, state)
+
+        def count():
+            _CALLS[0] += 1
+            return np.asarray(_CALLS[0] == self.at)
+
+        fail = jax.pure_callback(count, jax.ShapeDtypeStruct((), jnp.bool_)) & ~fresh
+        new = jax.tree.map(lambda a, b: jnp.where(fail, b, a), new, params)
+        return value, gnorm, new, moved & ~fail, state, fresh
 
 
 def test_a_stall_with_curvature_memory_restarts_instead_of_ending_the_stage():
     """One failed line search in the middle of an L-BFGS stage (memory full, loss far from
     its minimum) restarts the memory and goes on; before, it ended the stage there."""
+    _CALLS[0] = 0
     with jax.enable_x64(True):
         params = {"net": {"a": jnp.zeros(9)}, "pde": {"c": jnp.asarray(0.3)}}
-        res = run(poly_terms, params, stages=[Stage(LBFGS(linesearch=_failing_once(10),
-                                                          gtol=1e-9), 400)],
-                  sample_fn=poly_sample, key=jax.random.key(7), resample_every=None,
-                  chunk=50, progress=False)
+        res = run(poly_terms, params,
+                  Training([Stage(_FailingOnce(gtol=1e-9, at=10), 400)],
+                           points=Points(resample_every=None), chunk=50, eval_every=None,
+                           checkpoint_every=None), sample_fn=poly_sample, key=jax.random.key(7),
+                  progress=False)
+    assert _CALLS[0] > 12  # the line searches went on
     st = res.stages[0]
     assert st["stopped_at"] > 12, st  # it went on past the failed line search
     assert res.history[-1]["loss"] < 1e-10 * res.history[0]["loss"]

@@ -15,7 +15,9 @@ from pinn.train import (
     Evaluation,
     History,
     Observer,
+    Points,
     Stage,
+    Training,
     read_history,
     run,
 )
@@ -40,11 +42,13 @@ def fit_sample(key, params):
 STAGES = [Stage(Adam(lr=5e-2), 40), Stage(LBFGS(gtol=1e-12), 60)]
 
 
-def fit_run(**kwargs):
+def fit_run(eval_every=None, **kwargs):
     kwargs.setdefault("progress", False)
     with jax.enable_x64(True):
-        return run(fit_terms, {"a": jnp.zeros(9)}, stages=STAGES, sample_fn=fit_sample,
-                   key=jax.random.key(1), resample_every=10, chunk=15, **kwargs)
+        return run(fit_terms, {"a": jnp.zeros(9)},
+                   Training(STAGES, points=Points(resample_every=10), chunk=15,
+                            eval_every=eval_every, checkpoint_every=None),
+                   sample_fn=fit_sample, key=jax.random.key(1), **kwargs)
 
 
 def strip(rows):
@@ -194,6 +198,6 @@ def test_built_in_observers_compose_by_hand(tmp_path):
     assert "eval.a_err" in header and "loss.fit" in header
 
 
-def test_observers_must_have_the_three_methods():
-    with pytest.raises(TypeError, match="init\\(info\\), on_chunk\\(event\\) and close"):
+def test_observers_must_be_observers():
+    with pytest.raises(TypeError, match="pinn.train.Observer \\(init\\(info\\), on_chunk"):
         fit_run(observers=[object()])

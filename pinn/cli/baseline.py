@@ -180,7 +180,7 @@ def compare(
     if not study.levels:
         raise UserError(f"{built.name}: no FEM level could be solved: "
                         + "; ".join(f"{k}: {v}" for k, v in study.stopped.items()))
-    from pinn.report.compare import matched_verdict, write_matched_comparison
+    from pinn.compare import matched_verdict, write_matched_comparison
 
     verdict = matched_verdict(study, err, secs)
     for key, what in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time")):

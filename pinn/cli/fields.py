@@ -61,7 +61,7 @@ def export_fields(
     """Export a run's fields: the solution, and the exact solution (or reference) and the
     error where the problem has one; a PINN on its evaluation grid, a FEM run at its mesh
     vertices, at every time of an evolution problem."""
-    from pinn.export import fields as F
+    from pinn.report import fields as F
 
     if format_ not in F.FORMATS:
         raise UserError(f"--format {format_}: choose one of {', '.join(F.FORMATS)}")

@@ -73,22 +73,20 @@ class Built:
     def precision(self) -> int:
         """32 or 64, the run's (its highest stage's): ``auto``: 64 when a stage's optimiser
         wants float64, else 32 (:meth:`stage_precisions`)."""
-        from pinn.training import run_bits
+        from pinn.train.spec import run_bits
 
         return run_bits(self.stage_precisions)
 
     @property
     def stage_precisions(self) -> tuple[int | str, ...]:
-        """Each stage's precision (:func:`pinn.training.stage_precisions`; stages of 0 steps
+        """Each stage's precision (:func:`pinn.train.spec.stage_precisions`; stages of 0 steps
         left out, as :meth:`training` leaves them out)."""
-        from pinn.training import stage_precisions
+        from pinn.train.spec import stage_precisions
 
         t = self.spec.training
         stages = [s for s in t.stages if s.steps > 0] or t.stages
-        return stage_precisions(
-            [getattr(optimizers()[s.kind], "prefers_float64", False) for s in stages],
-            [s.precision for s in stages], t.precision,
-            [getattr(optimizers()[s.kind], "supports_mixed", False) for s in stages])
+        return stage_precisions([optimizers()[s.kind] for s in stages],
+                                [s.precision for s in stages], t.precision)
 
     @property
     def seed(self) -> int:
@@ -775,7 +773,7 @@ def check_training(b: Built) -> None:
             raise ConfigError(Issue(str(exc).split(": ", 1)[-1], ("training", "windows"),
                                     b.source.location(("training", "windows")))) from None
     for i, s in enumerate(t.stages):
-        if s.precision == "mixed" and not getattr(optimizers()[s.kind], "supports_mixed", False):
+        if s.precision == "mixed" and not optimizers()[s.kind].supports_mixed:
             path = ("training", "stages", i, "precision")
             raise ConfigError(Issue(
                 f"precision 'mixed' (float32, then float64 once the line search stalls) needs "
@@ -788,13 +786,11 @@ def check_training(b: Built) -> None:
 
 def build_training(b: Built):
     """``pinn.Training`` from the ``training:`` section (stages with 0 steps are skipped)."""
-    import pinn.train as T
-    from pinn import Training
-    from pinn.train.loss import Points
+    from pinn.train.spec import Points, Stage, Training
 
     check_training(b)
     t = b.spec.training
-    stages = [T.Stage(build_optimizer(s), s.steps, precision=s.precision)
+    stages = [Stage(build_optimizer(s), s.steps, precision=s.precision)
               for s in t.stages if s.steps > 0]
     p = t.points
     points = Points(interior=p.interior, boundary=p.boundary, initial=p.initial,

@@ -254,15 +254,9 @@ def _values(built) -> None:
     for name, ex in problem.equations.items():
         checks += [(("equations", name), t, pts, "the source term") for t in _sources(ex)]
     for name, c in problem.conditions.items():
-        kind = type(c).__name__
-        values = [v for _, v in getattr(c, "values", ()) if isinstance(v, E.Expr)]
-        if kind == "Initial":
-            values += [v for _, v in getattr(c, "rates", ())]
-            checks += [(("conditions", name, "initial"), v, initial, "the initial value")
-                       for v in values]
-        elif kind == "Dirichlet":
-            checks += [(("conditions", name, "dirichlet"), v, pts, "the boundary value")
-                       for v in values]
+        for what, v in c.prescribed():
+            at, key = (initial, "initial") if what == "initial value" else (pts, c.kind)
+            checks += [(("conditions", name, key), v, at, f"the {what}")]
     for path, ex, at, what in checks:
         if at is not None and not calculus_fields(ex):
             _finite(built, path, ex, at, what)
@@ -382,8 +376,7 @@ def memory_estimate(built, streams: int = 1) -> int:
     t = spec.training
     p = t.points
     conds = built.problem.conditions.values()
-    n = p.interior + sum(p.initial if type(c).__name__ == "Initial" else p.boundary
-                         for c in conds if not c.hard)
+    n = p.interior + sum(p.initial if c.initial else p.boundary for c in conds if not c.hard)
     if t.micro_batch is not None:
         n = min(n, t.micro_batch)
     args = spec.model.args

@@ -51,11 +51,13 @@ import keyword
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from pinn.data import NotData, register_tag
 from pinn.dsl import expr as E
 
 __all__ = ["parse", "ParseError", "Namespace", "MAX_LENGTH", "MAX_DEPTH", "RESERVED",
-           "split_expressions"]
+           "split_expressions", "DataNames", "expr_text", "text_expr"]
 
 #: Longest accepted input, in characters.
 MAX_LENGTH = 10_000
@@ -797,3 +799,46 @@ def split_expressions(text: str) -> list[str]:
         raise ValueError(f"{text!r} has an empty entry; give names or expressions separated "
                          "by commas, e.g. u,v,u_x")
     return out
+
+
+# ---------------------------------------------------------------------------
+# expressions as data: {"$expr": TEXT} (pinn.data)
+
+
+class DataNames(NamedTuple):
+    """What expressions written as data are read in: the names (a :class:`Namespace` or
+    mapping), and the problem whose :meth:`~pinn.Problem.expand` decides whether an
+    expression read back means what was written (``None``: it must read back equal)."""
+
+    namespace: object = None
+    problem: object = None
+
+
+def expr_text(e: E.Expr, names: DataNames | None, where: str) -> str:
+    """``str(e)``, checked to read back as ``e`` in ``names`` (or, with a problem, as the
+    same expanded expression); :class:`~pinn.data.NotData` naming ``where`` otherwise."""
+    names = names or DataNames()
+    text = str(e)
+    try:
+        back = parse(text, names.namespace)
+    except ValueError as exc:
+        raise NotData(f"{where}: the expression {text!r} does not read back ({exc})") from None
+    if back != e and (names.problem is None
+                      or names.problem.expand(back) != names.problem.expand(e)):
+        raise NotData(f"{where}: the expression {text!r} does not read back as written")
+    return text
+
+
+def text_expr(text, names: DataNames | None, where: str) -> E.Expr:
+    """The expression ``text`` (written by :func:`expr_text`) read in ``names``; a
+    ``ValueError`` naming ``where`` otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"{where}: expected an expression as text, got {text!r}")
+    try:
+        return parse(text, (names or DataNames()).namespace)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+register_tag("$expr", E.Expr, lambda e, writer, where: expr_text(e, writer.context, where),
+             lambda text, reader, where: text_expr(text, reader.context, where))

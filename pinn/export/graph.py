@@ -91,7 +91,7 @@ def build_graph(solution, outputs: Sequence[str] | None = None) -> Graph:
     from jax import export as jex
 
     from pinn.compile import CompileError, UnsupportedPrimitive, compile_terms
-    from pinn.training import precision_scope
+    from pinn.train.spec import precision_scope
 
     problem = solution.problem
     exprs = _expressions(solution, outputs)

@@ -66,7 +66,7 @@ def _convert(graph, dtype: str, name: str):
     import jax.numpy as jnp
 
     from pinn.export.graph import ExportError, in_dtype
-    from pinn.training import precision_scope
+    from pinn.train.spec import precision_scope
 
     to_onnx = require("jax2onnx").to_onnx
     with precision_scope(graph.precision), _quiet_converter():

@@ -30,7 +30,7 @@ def write(graph, path: str | os.PathLike, dtype: str = "float32") -> dict:
 
     from pinn.export.graph import ExportError, in_dtype
     from pinn.io import write_bytes
-    from pinn.training import precision_scope
+    from pinn.train.spec import precision_scope
 
     if dtype == "int8":
         raise ExportError("int8 is an ONNX quantisation (onnxruntime); export StableHLO "

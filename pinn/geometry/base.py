@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pinn.data import init_fields
 from pinn.geometry import _core
 from pinn.geometry._core import Piece, Spec, propose
 from pinn.geometry.samplers import Sampler, Uniform, float_dtype
@@ -167,8 +168,6 @@ class Domain:
 
     def to_data(self) -> dict:
         """The constructor's arguments, for the run format (:mod:`pinn.serialize`)."""
-        from pinn.serialize import init_fields
-
         return init_fields(self)
 
     def sdf(self, points):

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 import jax.numpy as jnp
 import numpy as np
 
+from pinn.data import register
 from pinn.geometry._core import Piece
 from pinn.geometry.base import Shape
 
@@ -147,6 +148,7 @@ def _rule(s: Shape, x, n, tol, *, outside: bool, wall: float, closed: bool):
     return side & ~(on & (-wall * cos > _SAME))
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Union(_CSG):
     """``a | b``: points in ``a`` or in ``b``."""
@@ -192,6 +194,7 @@ class Union(_CSG):
         return _maybe_bbox(self, pieces)
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Intersection(_CSG):
     """``a & b``: points in both ``a`` and ``b``."""
@@ -242,6 +245,7 @@ class Intersection(_CSG):
         return _maybe_bbox(self, [p.restrict(in_b) for p in pa])
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Difference(_CSG):
     """``a - b``: points in ``a`` and not inside ``b`` (``b``'s boundary normals flipped)."""
@@ -301,6 +305,7 @@ def _maybe_bbox(shape: Shape, pieces: list[Piece]) -> list[Piece]:
                   affine=(lo, np.diag(hi - lo), np.zeros(shape.dim)))]
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Renamed(Shape):
     """A shape with some boundary parts renamed (``shape.rename({"old": "new"})``)."""

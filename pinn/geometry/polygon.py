@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
+from pinn.data import register
 from pinn.geometry._core import Piece
 from pinn.geometry.base import Shape
 
@@ -103,6 +104,7 @@ def _triangulate(v: np.ndarray, scale: float) -> np.ndarray:
     return np.asarray(tris, dtype=np.float64)
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Polygon(Shape):
     """A simple polygon given by its vertices in order (either orientation)."""
@@ -260,6 +262,7 @@ def _edge_on(a, b):
     return f
 
 
+@register("domain")
 class Triangle(Polygon):
     """The triangle with vertices ``a, b, c`` (parts side0 = ab, side1 = bc, side2 = ca)."""
 

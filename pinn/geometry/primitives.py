@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pinn.data import register
 from pinn.geometry._core import Piece
 from pinn.geometry.base import Shape
 
@@ -207,6 +208,7 @@ def _face_on(lo, hi, axis, value, others):
     return f
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Interval(_BoxLike):
     """The interval ``[a, b]`` (parts ``left``, ``right``)."""
@@ -234,6 +236,7 @@ class Interval(_BoxLike):
         return 1
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Rectangle(_BoxLike):
     """The rectangle ``[lo_x, hi_x] x [lo_y, hi_y]`` (parts left, right, bottom, top)."""
@@ -247,6 +250,7 @@ class Rectangle(_BoxLike):
         self._validate(2, "Rectangle")
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Box(_BoxLike):
     """The box ``[lo, hi]`` in 3 or more dimensions: parts left/right (x), bottom/top (y),
@@ -295,6 +299,7 @@ class _Round(Shape):
         return jnp.abs(_norm(x - np.asarray(self.center)) - self.radius) <= tol
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Disk(_Round):
     """The disk ``|x - center| <= radius`` (part ``circle``)."""
@@ -332,6 +337,7 @@ class Disk(_Round):
         return [Piece("circle", 2 * math.pi * r, 1, f, normal=self._outward, on=self._on)]
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Ball(_Round):
     """The ball ``|x - center| <= radius`` in 3 or more dimensions (part ``sphere``).
@@ -458,6 +464,7 @@ def _ellipse_distance(y0, y1, e0, e1, iters: int = 96):
     return out
 
 
+@register("domain")
 @dataclass(frozen=True)
 class Ellipse(Shape):
     """The axis-aligned ellipse ``sum(((x - center) / semi_axes)^2) <= 1`` (part ``ellipse``)."""

@@ -38,6 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pinn.data import register
+
 __all__ = [
     "Sampler", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD", "rad_select",
     "float_dtype",
@@ -63,6 +65,7 @@ class Sampler:
         raise NotImplementedError
 
 
+@register("sampler")
 @dataclass(frozen=True)
 class Uniform(Sampler):
     """Independent uniform random points."""
@@ -106,6 +109,7 @@ def _halton_table(n: int, d: int) -> np.ndarray:
     return out
 
 
+@register("sampler")
 @dataclass(frozen=True)
 class Sobol(Sampler):
     """Sobol' points with a key-dependent random digital shift.
@@ -121,6 +125,7 @@ class Sobol(Sampler):
         return _u32_to_unit(base ^ shift[None, :])
 
 
+@register("sampler")
 @dataclass(frozen=True)
 class Halton(Sampler):
     """Halton points with a key-dependent random shift modulo 1."""
@@ -134,6 +139,7 @@ class Halton(Sampler):
         return u - jnp.floor(u)
 
 
+@register("sampler")
 @dataclass(frozen=True)
 class LatinHypercube(Sampler):
     """Latin hypercube: each of the ``n`` slabs of every axis holds exactly one point."""
@@ -175,6 +181,7 @@ def thin(m: int, n: int) -> np.ndarray:
     return np.floor((np.arange(n) + 0.5) * m / n).astype(np.int64)
 
 
+@register("sampler")
 @dataclass(frozen=True)
 class Grid(Sampler):
     """A regular, deterministic grid (the key is ignored).
@@ -197,6 +204,7 @@ class Grid(Sampler):
         return jnp.asarray(pts[thin(pts.shape[0], n)], dtype=float_dtype())
 
 
+@register("sampler")
 @dataclass(frozen=True)
 class RAD(Sampler):
     """Residual-based adaptive distribution (Wu et al. 2023).

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
+from pinn.data import register
 from pinn.geometry._core import Spec
 from pinn.geometry.base import (
     Domain,
@@ -29,6 +30,7 @@ from pinn.geometry.samplers import Sampler
 __all__ = ["TimeInterval", "SpaceTime"]
 
 
+@register("domain")
 @dataclass(frozen=True)
 class TimeInterval:
     """The time interval ``[t0, t1]``; ``shape * TimeInterval(0, 1)`` is a space-time domain."""
@@ -72,6 +74,7 @@ class TimeInterval:
         raise TypeError("write the space first: shape * TimeInterval(t0, t1)")
 
 
+@register("domain")
 @dataclass(frozen=True)
 class SpaceTime(Domain):
     """A spatial shape times a time interval (``space * time``)."""

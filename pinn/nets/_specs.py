@@ -21,6 +21,7 @@ import jax
 import numpy as np
 from flax import nnx
 
+from pinn.data import init_fields, register
 from pinn.nets._embeddings import _periods
 from pinn.nets._fieldnets import FieldNetworksModule, field_groups
 from pinn.nets._layers import ACTIVATIONS, Activation, activation_fn, check_positive_int
@@ -29,11 +30,10 @@ from pinn.nets._networks import MLPModule, ModifiedMLPModule, PirateNetModule
 
 def _spec_data(spec) -> dict:
     """A spec's constructor arguments (the run format, :mod:`pinn.serialize`)."""
-    from pinn.serialize import init_fields
-
     return init_fields(spec)
 
 
+@register("model")
 @dataclass(frozen=True)
 class Fourier:
     """Random Fourier features ``[cos(x B), sin(x B)]``, ``B ~ N(0, scale²)`` of shape
@@ -51,6 +51,7 @@ class Fourier:
         check_positive_int("Fourier(features=...)", self.features)
 
 
+@register("model")
 @dataclass(frozen=True)
 class RWF:
     """Random weight factorisation ``W = V·diag(exp(s))``, ``s ~ N(mean, std)``
@@ -67,6 +68,7 @@ class RWF:
             raise ValueError(f"RWF(std=...) must be a non-negative number, got {self.std!r}")
 
 
+@register("model")
 @dataclass(frozen=True)
 class Periodic:
     """Exact periodic input embedding: ``cos(2πk x_i/P), sin(2πk x_i/P)``, ``k = 1..harmonics``.
@@ -251,6 +253,7 @@ class ModelSpec:
                 )
 
 
+@register("model")
 @dataclass(frozen=True)
 class MLP(ModelSpec):
     """Multilayer perceptron with ``depth`` hidden layers of ``width`` units.
@@ -270,6 +273,7 @@ class MLP(ModelSpec):
         return MLPModule(d_in, d_out, self.width, self.depth, **kw)
 
 
+@register("model")
 @dataclass(frozen=True)
 class ModifiedMLP(ModelSpec):
     """Gated MLP of Wang, Teng & Perdikaris (2021): ``H = (1 - Z) ⊙ U + Z ⊙ V``."""
@@ -286,6 +290,7 @@ class ModifiedMLP(ModelSpec):
         return ModifiedMLPModule(d_in, d_out, self.width, self.depth, **kw)
 
 
+@register("model")
 @dataclass(frozen=True)
 class PirateNet(ModelSpec):
     """Residual gated blocks with adaptive skips ``α`` (0 at start), Wang et al. (2024).

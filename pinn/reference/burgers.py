@@ -30,6 +30,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from pinn.data import register
+
 NU = 0.01 / np.pi
 
 __all__ = ["NU", "Burgers", "burgers"]
@@ -81,6 +83,7 @@ def burgers(x, t, nu: float = NU, *, n_nodes: int = 200, chunk: int = 4096) -> n
     return out.reshape(shape)
 
 
+@register("reference")
 @dataclass(frozen=True)
 class Burgers:
     """Burgers 1D reference as a ``Problem.reference``: ``ref(points[N, 2]) -> {"u": u[N]}``.

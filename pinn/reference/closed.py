@@ -37,6 +37,7 @@ from types import MappingProxyType
 import numpy as np
 
 import pinn.dsl as P
+from pinn.data import NotData, register
 from pinn.dsl import expr as E
 from pinn.dsl.calculus import substitute
 
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 
+@register("reference")
 @dataclass(frozen=True, eq=False)
 class ClosedForm:
     """An exact solution with its PDE.
@@ -91,8 +93,6 @@ class ClosedForm:
         """The factory and its arguments (the run format, :mod:`pinn.serialize`); a form
         built by hand holds a Python function and is not data."""
         if self.recipe is None:
-            from pinn.serialize import NotData
-
             raise NotData(f"the closed form {self.name!r} was built by hand (its numpy_fn is "
                           f"Python code); make it with one of {', '.join(CLOSED_FORMS)}")
         factory, arguments = self.recipe

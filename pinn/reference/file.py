@@ -7,7 +7,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from pinn.data import register
 
+
+@register("reference")
 class FileReference:
     """A reference from a file: an NPZ with ``points[N, d]`` and one array ``[N]`` per
     field, or a text table (:meth:`from_table`: PINNacle's and COMSOL's ``.dat``).

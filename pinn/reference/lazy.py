@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pinn.data import register
+
 
 class LazyReference:
     """Base of references computed on first use: subclasses define :meth:`compute`,
@@ -41,6 +43,7 @@ class LazyReference:
         self._solution = None
 
 
+@register("reference")
 class FEMReference(LazyReference):
     """The finite-element solution of ``problem`` itself (``pinn.fem.fem_reference``),
     computed on first use and cached on disk.
@@ -75,6 +78,7 @@ class FEMReference(LazyReference):
         return f"FEMReference(cells={self.cells}, element={self.element!r})"
 
 
+@register("reference")
 class SpectralReference(LazyReference):
     """A periodic spectral reference, :func:`~pinn.reference.allen_cahn`,
     :func:`~pinn.reference.kdv` or :func:`~pinn.reference.kuramoto_sivashinsky` with

@@ -37,6 +37,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from pinn.data import NotData, register
 from pinn.reference._cache import cached
 
 __all__ = [
@@ -166,6 +167,7 @@ def _lagrange(nodes: np.ndarray, at: np.ndarray) -> np.ndarray:
     return w
 
 
+@register("reference", "SpectralReference", read=False)  # read back as that class
 @dataclass(frozen=True, eq=False)
 class PeriodicSolution:
     """``u(x, t)`` on a periodic interval, stored on a uniform grid at time levels.
@@ -219,14 +221,9 @@ class PeriodicSolution:
         :mod:`pinn.serialize`)."""
         kind, params = self.info.get("name"), self.info.get("params")
         if kind not in ("allen_cahn", "kdv") or not isinstance(params, Mapping):
-            from pinn.serialize import NotData
-
             raise NotData("a PeriodicSolution not made by pinn.reference.allen_cahn or kdv "
                           "is not data; use FileReference for stored values")
         return {"kind": kind, "options": dict(params), "field": self.field}
-
-    #: the registry name its data is read back under (``to_data`` is that class's)
-    data_name = "SpectralReference"
 
     @property
     def t_range(self) -> tuple[float, float]:

@@ -44,11 +44,12 @@ def problem_summary(built) -> dict:
 def _coefficients(built) -> dict[str, str]:
     """``{name: what it is}`` of the coefficients given as data, piecewise or as cells
     (initial values from files too)."""
-    from pinn.serialize import NotData, _tabulated
+    from pinn.data import NotData
+    from pinn.problem import problem_tables
 
     out = {}
     try:
-        tables = _tabulated(built.problem)
+        tables = problem_tables(built.problem)
     except NotData:
         tables = {}
     for name, node in tables.items():

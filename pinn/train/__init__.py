@@ -1,8 +1,9 @@
 """Training: optimiser stages, loss-term weighting, the jitted loop, observers, checkpoints.
 
-from pinn.train import Adam, LBFGS, Stage, GradNorm, run
-result = run(terms_fn, params, stages=[Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS(), 1_000)],
-             sample_fn=sample_fn, key=jax.random.key(0), weighting=GradNorm())
+from pinn.train import Adam, LBFGS, Stage, Training, GradNorm, run
+training = Training([Stage(Adam(lr=1e-3), 10_000), Stage(LBFGS(), 1_000)],
+                    weighting=GradNorm())
+result = run(terms_fn, params, training, sample_fn=sample_fn, key=jax.random.key(0))
 """
 
 from .callbacks import EarlyStopping
@@ -24,9 +25,10 @@ from .observers import (
     Signals,
     StallStop,
 )
-from .optim import LBFGS, Adam, AdamW, Optax, Stage
-from .quasi_newton import SSBFGS, SSBroyden
+from .optim import Adam, AdamW, FirstOrder, Optax, Optimizer
+from .quasi_newton import LBFGS, SSBFGS, LineSearch, SSBroyden
 from .soap import SOAP
+from .spec import Points, Stage, Training, precision_scope
 from .weighting import (
     RBA,
     VRBA,
@@ -34,11 +36,20 @@ from .weighting import (
     Causal,
     Fixed,
     GradNorm,
+    Weighting,
     causal_loss,
     causal_weights,
 )
 
 __all__ = [
+    "Training",
+    "Points",
+    "Stage",
+    "precision_scope",
+    "Optimizer",
+    "FirstOrder",
+    "LineSearch",
+    "Weighting",
     "Adam",
     "AdamW",
     "LBFGS",
@@ -48,7 +59,6 @@ __all__ = [
     "SSBFGS",
     "SSBroyden",
     "Optax",
-    "Stage",
     "Fixed",
     "GradNorm",
     "Annealing",

@@ -9,8 +9,8 @@ PDE parameters, L-BFGS status, learning rate. :class:`Core` holds what a run's p
 depend on; the loop (:mod:`pinn.train.loop`) only calls it at chunk boundaries.
 
 A stage with a ``precision`` of its own (``Stage(..., precision=32)``) is traced and run in
-that precision (:func:`stage_precision`), its state converted once when the stage starts
-(:meth:`Core.enter_stage`): float32 Adam, then float64 SSBroyden in one run.
+that precision (:func:`~pinn.train.spec.precision_scope`), its state converted once when the
+stage starts (:meth:`Core.enter_stage`): float32 Adam, then float64 SSBroyden in one run.
 
 A ``"mixed"`` stage (line-search methods) starts in float32 and, once its line search
 stalls at float32's rounding floor, goes on in float64 (:meth:`Core.escalate`).
@@ -31,34 +31,23 @@ import math
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from . import microbatch as _micro
-from .optim import MIXED, Stage, precision_bits
 from .sharding import make_sharding
+from .spec import MIXED, Stage, Training, precision_bits, precision_scope
+from .steps import RUNNING, all_finite, strong
 from .weighting import with_multipliers
 
-__all__ = ["Core", "stage_precision", "RUNNING", "CONVERGED", "STALLED", "NONFINITE",
-           "STATUS_NAMES", "warn"]
+__all__ = ["Core", "warn", "compiler_options"]
 
 log = logging.getLogger(__name__)
-
-# L-BFGS status codes (state["status"]).
-RUNNING, CONVERGED, STALLED, NONFINITE = 0, 1, 2, 3
-STATUS_NAMES = {
-    RUNNING: "completed",
-    CONVERGED: "converged",
-    STALLED: "stalled",
-    NONFINITE: "nonfinite_linesearch",
-}
-
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` attributed to the first caller outside ``pinn.train`` (the user)."""
@@ -66,15 +55,6 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("pinn.train"):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
-
-
-def _all_finite(tree: Any) -> jax.Array:
-    leaves = [
-        jnp.all(jnp.isfinite(x))
-        for x in jax.tree.leaves(tree)
-        if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)
-    ]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
 @dataclass(frozen=True)
@@ -152,17 +132,6 @@ class _Scaled:
         return None if inner is None else _Scaled(inner, self.scale, self.at)
 
 
-def _strong(tree: Any) -> Any:
-    """The same pytree with weak types made strong, so the jitted chunk compiles once."""
-
-    def fix(x: Any) -> Any:
-        if not isinstance(x, jax.Array):
-            return jnp.asarray(np.asarray(x))  # Python scalars and NumPy arrays: strong types
-        return jnp.asarray(x, dtype=x.dtype) if getattr(x, "weak_type", False) else x
-
-    return jax.tree.map(fix, tree)
-
-
 def _cast(tree: Any, dtype: Any) -> Any:
     """``tree`` with its floating leaves in ``dtype`` (integers, booleans and keys as they
     are): a stage's state converted once to that stage's precision."""
@@ -174,25 +143,6 @@ def _cast(tree: Any, dtype: Any) -> Any:
         return x.astype(dtype)
 
     return jax.tree.map(fix, tree)
-
-
-@contextlib.contextmanager
-def stage_precision(precision: int | None):
-    """Trace and run a stage in float32 or float64 (``precision``; ``None``: the run's,
-    nothing changes). In a float32 stage of a float64 run the float64 constants of the
-    problem (sampler and data dtypes) are truncated to float32, as in a float32 run, so
-    JAX's warning that it truncates them is silenced here."""
-    if precision is None:
-        yield
-        return
-    with jax.enable_x64(precision == 64), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Explicitly requested dtype",
-                                category=UserWarning)
-        yield
-
-
-def _select(pred: jax.Array, a: Any, b: Any) -> Any:
-    return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
 
 
 def _make_weighted(terms_fn: Callable, names: tuple[str, ...], has_aux: bool) -> Callable:
@@ -253,127 +203,12 @@ class _Program:
         return isinstance(other, _Program) and self._key() == other._key()
 
 
-def _first_order_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
-    """One step of a first-order optimiser (resampling every ``resample_every`` steps)."""
-    terms_fn, sample_fn, weighting = spec.terms_fn, spec.sample_fn, spec.weighting
-    resample_every = spec.resample_every
-    place = (lambda b: b) if spec.sharding is None else spec.sharding.constrain
-
-    def step_fn(state):
-        p, step = state["params"], state["step"]
-        k, batch = state["key"], state["batch"]
-        if resample_every is not None:
-
-            def resample(args):
-                k, _ = args
-                k, sub = jax.random.split(k)
-                return k, place(sample_fn(sub, p))
-
-            k, batch = jax.lax.cond(
-                (step > 0) & (step % resample_every == 0), resample, lambda a: a, (k, batch)
-            )
-        wstate = weighting.update(
-            state["weights"], params=p, batch=batch, terms_fn=terms_fn, step=step
-        )
-        w = wstate["weights"]
-        (loss, _), grads = jax.value_and_grad(weighted, has_aux=True)(
-            p, with_multipliers(batch, wstate), w)
-        updates, opt = tx.update(grads, state["opt"], p)
-        scale = state["lr_scale"]
-        updates = jax.tree.map(lambda u: u * scale.astype(u.dtype), updates)
-        p = optax.apply_updates(p, updates)
-        new = {
-            **state,
-            "params": p,
-            "opt": opt,
-            "weights": wstate,
-            "key": k,
-            "batch": batch,
-            "step": step + 1,
-        }
-        # non-finite gradients show in the parameters, checked at the chunk's end
-        return new, jnp.isfinite(loss), optax.tree.norm(grads)
-
-    return step_fn
-
-
-def _lbfgs_step(spec: _Program, weighted: Callable, tx: Any) -> Callable:
-    """One full-batch L-BFGS step; once stopped (``status``), steps are skipped."""
-    gtol = spec.optimizer.gtol
-    every = getattr(spec.optimizer, "resample_every", None)
-    # whether the optimiser's memory is fresh (just started or restarted); without the
-    # method, a stall always ends the stage
-    restarted = getattr(spec.optimizer, "fresh_memory", lambda opt: jnp.asarray(True))
-    place = (lambda b: b) if spec.sharding is None else spec.sharding.constrain
-    # pointwise multipliers (RBA) are held fixed in a full-batch stage, those of new points
-    # restarted: every line search and curvature pair sees one loss
-    refit = getattr(spec.weighting, "refit", None)
-    line_step = getattr(spec.optimizer, "line_step", None)
-
-    def skip(state):
-        nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
-        return {**state, "step": state["step"] + 1}, jnp.asarray(True), nan
-
-    def resample(state):
-        k, sub = jax.random.split(state["key"])
-        batch = place(spec.sample_fn(sub, state["params"]))
-        return {**state, "key": k, "batch": batch, "opt": spec.optimizer.refresh(state["opt"])}
-
-    def do(state):
-        if every is not None:  # a new batch (RAD), the optimiser told to forget its loss
-            due = spec.optimizer.resample_due(state["opt"])
-            state = jax.lax.cond(due, resample, lambda s: s, state)
-        if refit is not None:
-            state = {**state, "weights": refit(state["weights"], state["batch"])}
-        p, opt = state["params"], state["opt"]
-        batch = with_multipliers(state["batch"], state["weights"])
-        w = state["weights"]["weights"]
-        f = lambda q: weighted(q, batch, w)[0]
-        if line_step is not None:  # the optimiser's own step (one call site of f)
-            value, gnorm, new_p, updates, new_opt, fresh = line_step(f, p, opt)
-        else:
-            value, grad = optax.value_and_grad_from_state(f)(p, state=opt)
-            gnorm = optax.tree.norm(grad)
-            updates, new_opt = tx.update(grad, opt, p, value=value, grad=grad, value_fn=f)
-            new_p = optax.apply_updates(p, updates)
-            fresh = jnp.asarray(False)  # optax evaluates at p itself
-        new_value = optax.tree.get(new_opt, "value")
-        nonfinite = ~jnp.isfinite(new_value) | ~_all_finite(new_p)
-        # stalled: the step leaves the parameters as they are, or the line search found
-        # no decrease of the loss (in float32 the loss has reached its rounding floor;
-        # going on would spend every step on a full line search for nothing); a step that
-        # only evaluated the loss (fresh) is neither
-        stalled = ~fresh & ((optax.tree.norm(updates) == 0) | ~(new_value < value))
-        # a stall with curvature memory may be the memory's fault (pairs from far away, a
-        # poor scaling): restart from a fresh memory at the same point; only a stall right
-        # after a restart ends the stage (the loss is then truly at its floor)
-        fresh = restarted(opt)
-        restart = stalled & ~fresh & ~nonfinite & (gnorm > gtol)
-        status = jnp.where(
-            gnorm <= gtol,
-            CONVERGED,
-            jnp.where(nonfinite, NONFINITE, jnp.where(stalled & ~restart, STALLED, RUNNING)),
-        ).astype(jnp.int32)
-        accept = (status == RUNNING) & ~restart
-        new = {
-            **state,
-            "params": _select(accept, new_p, p),
-            "opt": _select(restart, _strong(tx.init(p)), _select(accept, new_opt, opt)),
-            "step": state["step"] + 1,
-            "status": status,
-            "status_step": jnp.where(accept, state["status_step"], state["step"]),
-        }
-        return new, jnp.isfinite(value), gnorm.astype(state["lr_scale"].dtype)
-
-    return lambda state: jax.lax.cond(state["status"] != RUNNING, skip, do, state)
-
-
 def _report(state: Any, weighted: Callable, finite: jax.Array, gnorm: jax.Array) -> dict:
     """The terms at the final parameters: a forward pass only (no second backward graph)."""
     w = state["weights"]["weights"]
     batch = with_multipliers(state["batch"], state["weights"])
     loss, (terms, aux) = weighted(state["params"], batch, w)
-    finite = finite & jnp.isfinite(loss) & _all_finite(state["params"])
+    finite = finite & jnp.isfinite(loss) & all_finite(state["params"])
     p = state["params"]
     return {
         "loss": loss,
@@ -403,17 +238,8 @@ def _chunk_program(spec: _Program) -> Callable:
     """The jitted chunk function for one stage (cached: equal specs share a compilation)."""
     weighted = _make_weighted(spec.terms_fn, spec.names, spec.has_aux)
     weighted = _micro.accumulated(weighted, spec.micro)
-    tx = spec.optimizer.make(spec.steps)
-    # line-search optimisers (L-BFGS, the self-scaled quasi-Newton methods) take the loss
-    # function in their update; an optimiser may also bring its own step (build_step)
-    is_lbfgs = bool(getattr(spec.optimizer, "line_search", False))
-    build_step = getattr(spec.optimizer, "build_step", None)
-    if build_step is not None:
-        step_fn = build_step(spec, weighted, tx)
-    else:
-        step_fn = (_lbfgs_step if is_lbfgs else _first_order_step)(spec, weighted, tx)
-    schedule = getattr(spec.optimizer, "schedule", None)
-    schedule = None if is_lbfgs or schedule is None else schedule(spec.steps)
+    optimizer = spec.optimizer
+    step_fn = optimizer.step(spec, weighted)  # the optimiser's kind of step (pinn.train.steps)
 
     place = (lambda s: s) if spec.sharding is None else spec.sharding.constrain
 
@@ -429,11 +255,8 @@ def _chunk_program(spec: _Program) -> Callable:
         gnorm0 = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
         state, finite, gnorm = jax.lax.fori_loop(0, n, body, (state, jnp.asarray(True), gnorm0))
         report = _report(state, weighted, finite, gnorm)
-        if is_lbfgs:
-            stepsize = optax.tree.get(state["opt"], "learning_rate")
-            report["lr"] = jnp.asarray(jnp.nan if stepsize is None else stepsize)
-        elif schedule is not None:
-            report["lr"] = schedule(state["step"] - stage_start) * state["lr_scale"]
+        report["lr"] = jnp.asarray(optimizer.rate(state, state["step"] - stage_start,
+                                                  spec.steps))
         return state, report
 
     return jax.jit(chunk_fn, compiler_options=compiler_options())
@@ -484,23 +307,13 @@ class Core:
     micro: int = 1  # micro-batches per step (pinn.train.microbatch)
 
     @staticmethod
-    def build(
-        terms_fn: Callable,
-        params: Any,
-        *,
-        stages: Sequence[Stage],
-        sample_fn: Callable,
-        key: jax.Array,
-        weighting: Any,
-        resample_every: int | None,
-        devices: Any = None,
-        micro_batch: int | None = None,
-    ) -> tuple[Core, Any]:
-        """The core of a run and the parameters in the optimiser's (PDE-scaled) units.
-
-        ``devices``: None (one device, no mesh), ``"all"`` or a count (the points sharded
-        over a mesh, :mod:`pinn.train.sharding`); ``micro_batch``: at most this many points
-        per device in one pass (gradient accumulation, :mod:`pinn.train.microbatch`)."""
+    def build(terms_fn: Callable, params: Any, training: Training, *, sample_fn: Callable,
+              key: jax.Array, weighting: Any) -> tuple[Core, Any]:
+        """The core of a run of ``training`` and the parameters in the optimiser's
+        (PDE-scaled) units. ``training.devices``: None (one device, no mesh), ``"all"`` or
+        a count (the points sharded over a mesh, :mod:`pinn.train.sharding`);
+        ``training.micro_batch``: at most this many points per device in one pass
+        (gradient accumulation, :mod:`pinn.train.microbatch`)."""
         pde_scale = _PdeScale.of(params)
         if pde_scale.scales:
             terms_fn = _Scaled(terms_fn, pde_scale, 0)
@@ -517,11 +330,12 @@ class Core:
                 "run: the loss is float64 but some parameters are float32; build the model "
                 "inside jax.enable_x64(True) so that all parameters are float64."
             )
-        sharding = make_sharding(devices)
+        sharding = make_sharding(training.devices)
         if sharding is not None:
             sharding.check_batch(batch_shape)
-        micro = _micro_count(micro_batch, batch_shape, sharding, weighting)
-        core = Core(terms_fn, sample_fn, weighting, list(stages), resample_every,
+        micro = _micro_count(training.micro_batch, batch_shape, sharding, weighting)
+        core = Core(terms_fn, sample_fn, weighting, list(training.stages),
+                    training.points.resample_every,
                     list(terms_shape), has_aux, dtype, pde_scale, batch_shape,
                     sharding=sharding, micro=micro)
         return core, params
@@ -538,18 +352,15 @@ class Core:
     def ends(self) -> list[int]:
         return [start + s.steps for start, s in zip(self.starts, self.stages, strict=True)]
 
-    @functools.cached_property
-    def txs(self) -> list[Any]:
-        return [s.optimizer.make(s.steps) for s in self.stages]
-
     def bits(self, stage: int) -> int | None:
         """The float width ``stage`` runs in now (``None``: the run's); a ``"mixed"`` stage
         32 until :meth:`escalate`, then 64."""
         return precision_bits(self.stages[stage].precision, stage in self.escalated)
 
     def _precision(self, stage: int, bits: int | None = None):
-        """The precision scope of ``stage`` (:func:`stage_precision`), now or at ``bits``."""
-        return stage_precision(self.bits(stage) if bits is None else bits)
+        """The precision scope of ``stage`` (:func:`~pinn.train.spec.precision_scope`), now
+        or at ``bits``."""
+        return precision_scope(self.bits(stage) if bits is None else bits)
 
     def convert(self, tree: Any, stage: int, bits: int | None = None) -> Any:
         """``tree`` in ``stage``'s float type now, or at ``bits`` (as it is when the stage
@@ -573,15 +384,15 @@ class Core:
             # every leaf in the float64 program's type (its integer counters too: int64
             # where JAX's float64 mode makes them so)
             state = jax.tree.map(lambda x, t: jnp.asarray(x, t.dtype), state, like)
-            refresh = getattr(self.stages[stage].optimizer, "refresh", None)
-            opt = state["opt"]
-            if refresh is not None:
-                opt = refresh(opt)
-            elif optax.tree.get(opt, "value", None) is not None:
-                opt = optax.tree.set(opt, value=jnp.asarray(jnp.inf, jnp.float64))
-            return self.place({**state, "opt": _strong(opt),
+            # a "mixed" stage is a line search (Stage checks supports_mixed)
+            opt = self.stages[stage].optimizer.refresh(state["opt"])
+            return self.place({**state, "opt": strong(opt),
                                "status": jnp.asarray(RUNNING, jnp.int32),
                                "status_step": jnp.asarray(-1, jnp.int32)})
+
+    def _init_opt(self, params: Any, stage: int) -> Any:
+        s = self.stages[stage]
+        return s.optimizer.init(params, s.steps)
 
     def make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
         with self._precision(stage):
@@ -589,11 +400,11 @@ class Core:
 
     def _make_state(self, params: Any, key: jax.Array, batch: Any, stage: int) -> dict:
         params, batch = self.convert(params, stage), self.convert(batch, stage)
-        return self.convert(_strong(
+        return self.convert(strong(
             {
                 "params": params,
-                "opt": self.txs[stage].init(params),
-                "weights": _init_weighting(self.weighting, self.names, self.dtype, batch),
+                "opt": self._init_opt(params, stage),
+                "weights": self.weighting.init(self.names, self.dtype, batch=batch),
                 "key": key,
                 "batch": batch,
                 "step": jnp.asarray(self.starts[stage], jnp.int32),
@@ -718,7 +529,7 @@ class Core:
         stage change on 2 cores); compiled ahead with the stage's chunk program."""
         if stage not in self._entries:
             def enter(state):
-                return _strong(self._enter_stage(self.convert(state, stage), stage,
+                return strong(self._enter_stage(self.convert(state, stage), stage,
                                                  self.sample_fn))
 
             self._entries[stage] = jax.jit(enter, compiler_options=compiler_options())
@@ -730,10 +541,10 @@ class Core:
             # large), so that a full-batch stage such as L-BFGS, and each of several L-BFGS
             # stages in a row, fits points of its own
             k, sub = jax.random.split(state["key"])
-            state = {**state, "key": k, "batch": _strong(sample(sub, state["params"]))}
+            state = {**state, "key": k, "batch": strong(sample(sub, state["params"]))}
         return self.place({
             **state,
-            "opt": _strong(self.txs[stage].init(state["params"])),
+            "opt": strong(self._init_opt(state["params"], stage)),
             "lr_scale": jnp.ones_like(state["lr_scale"]),
             "status": jnp.asarray(RUNNING, jnp.int32),
             "status_step": jnp.asarray(-1, jnp.int32),
@@ -742,22 +553,14 @@ class Core:
     def roll_back(self, state: Any, stage: int, factor: float) -> Any:
         """``state`` (the last good one) with the learning rate scaled by ``factor``."""
         state = {**state, "lr_scale": state["lr_scale"] * factor}
-        if self.stages[stage].is_lbfgs:  # fresh curvature memory at the good point
+        if self.stages[stage].full_batch:  # a fresh state (curvature memory) at the point
             with self._precision(stage):
-                state = {**state, "opt": _strong(self.txs[stage].init(state["params"]))}
+                state = {**state, "opt": strong(self._init_opt(state["params"], stage))}
         return self.place(state)
 
     def skip_to(self, state: Any, step: int) -> Any:
         """``state`` with its step counter moved to ``step`` (a stage stopped early)."""
         return self.place({**state, "step": jnp.asarray(step, jnp.int32)})
-
-
-def _init_weighting(weighting: Any, names: list[str], dtype: Any, batch: Any) -> Any:
-    """``weighting.init(names, dtype)``; a weighting with pointwise multipliers (RBA) also
-    gets the first batch (its points fix the multipliers' shape)."""
-    if getattr(weighting, "pointwise", False):
-        return weighting.init(names, dtype, batch=batch)
-    return weighting.init(names, dtype)
 
 
 def _micro_count(micro_batch: int | None, batch_shape: Any, sharding: Any, weighting: Any) -> int:

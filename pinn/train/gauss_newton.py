@@ -40,11 +40,12 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 from jax.flatten_util import ravel_pytree
 
-from .core import CONVERGED, RUNNING, STALLED
-from .optim import _check_int, _check_positive
+from pinn.data import register
+
+from .optim import Optimizer, check_int, check_positive
+from .steps import CONVERGED, RUNNING, STALLED, skip_step
 from .weighting import with_multipliers
 
 __all__ = ["LevenbergMarquardt", "GaussNewton", "GNState", "gauss_newton_step",
@@ -225,7 +226,7 @@ def residuals_of(terms_fn: Callable, owner: str) -> Callable:
 
 
 @dataclass(frozen=True)
-class _GaussNewtonStage:
+class _GaussNewtonStage(Optimizer):
     """What the two stages share: the residual vector, its Jacobian, a full-batch step."""
 
     damping: float
@@ -235,50 +236,36 @@ class _GaussNewtonStage:
     max_jacobian: int = 50_000_000
 
     full_batch = True
-    line_search = True  # runs like L-BFGS: full batch, status, fresh state on a roll-back
     prefers_float64 = True  # precision "auto" (the default) trains in float64
 
     def __post_init__(self) -> None:
         name = type(self).__name__
-        _check_positive(name, "damping", self.damping)
-        _check_positive(name, "accept", self.accept)
-        _check_positive(name, "gtol", self.gtol, allow_zero=True)
-        _check_int(name, "max_tries", self.max_tries, minimum=1)
-        _check_int(name, "max_jacobian", self.max_jacobian, minimum=1)
+        check_positive(name, "damping", self.damping)
+        check_positive(name, "accept", self.accept)
+        check_positive(name, "gtol", self.gtol, allow_zero=True)
+        check_int(name, "max_tries", self.max_tries, minimum=1)
+        check_int(name, "max_jacobian", self.max_jacobian, minimum=1)
 
     def _rule(self) -> _Rule:
         raise NotImplementedError
 
-    def make(self, total_steps: int) -> optax.GradientTransformation:
-        """The state's ``init`` (the step itself is :meth:`build_step`'s: it needs the
-        residuals, which an optax update does not see)."""
-        del total_steps
-        damping, name = self.damping, type(self).__name__
+    def init(self, params: Any, total_steps: int) -> GNState:
+        """The state at a stage's start: the initial damping, a full step length."""
+        dt = jnp.result_type(ravel_pytree(params)[0])
+        return GNState(jnp.asarray(self.damping, dt), jnp.ones((), dt),
+                       jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
 
-        def init(params):
-            dt = jnp.result_type(ravel_pytree(params)[0])
-            return GNState(jnp.asarray(damping, dt), jnp.ones((), dt),
-                           jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
-
-        def update(updates, state, params=None):
-            raise TypeError(f"{name} is a training stage (pinn.Stage), not an optax "
-                            "transformation: its steps need the residual vector.")
-
-        return optax.GradientTransformation(init, update)
-
-    def build_step(self, spec: Any, weighted: Callable, tx: Any) -> Callable:
-        """The training core's step: ``state -> (state, finite, gradient norm)``."""
-        del weighted, tx
+    def step(self, spec: Any, weighted: Callable) -> Callable:
+        """The training core's step: ``state -> (state, finite, gradient norm)`` on the
+        residual vector (``weighted`` is not used: the step needs the residuals)."""
+        del weighted
         name = type(self).__name__
         residuals = residuals_of(spec.terms_fn, name)
         blocks = tuple(getattr(residuals, "pointwise", None) or ())
         names, rule, gtol = tuple(spec.names), self._rule(), self.gtol
         limit = self.max_jacobian
-        refit = getattr(spec.weighting, "refit", None)  # RBA: multipliers held fixed
-
-        def skip(state):
-            nan = jnp.asarray(jnp.nan, state["lr_scale"].dtype)
-            return {**state, "step": state["step"] + 1}, jnp.asarray(True), nan
+        # RBA: the multipliers held fixed
+        refit = spec.weighting.refit if spec.weighting.pointwise else None
 
         def do(state):
             if refit is not None:
@@ -318,10 +305,11 @@ class _GaussNewtonStage:
             gnorm = info.grad_norm.astype(state["lr_scale"].dtype)
             return new, jnp.isfinite(info.loss), gnorm
 
-        return lambda state: jax.lax.cond(state["status"] != RUNNING, skip, do, state)
+        return lambda state: jax.lax.cond(state["status"] != RUNNING, skip_step, do, state)
 
 
 
+@register("optimizer")
 @dataclass(frozen=True)
 class LevenbergMarquardt(_GaussNewtonStage):
     """Levenberg-Marquardt on the stacked residual vector (see the module docstring), run
@@ -349,7 +337,7 @@ class LevenbergMarquardt(_GaussNewtonStage):
         super().__post_init__()
         name = type(self).__name__
         for f in ("up", "min_damping", "max_damping"):
-            _check_positive(name, f, getattr(self, f))
+            check_positive(name, f, getattr(self, f))
         if not (isinstance(self.down, (int, float)) and 0 < self.down < 1):
             raise ValueError(f"{name}: down must lie in (0, 1), got {self.down!r}.")
         if self.up <= 1:
@@ -363,6 +351,7 @@ class LevenbergMarquardt(_GaussNewtonStage):
                      float(self.max_damping), float(self.accept), 0.5, self.max_tries)
 
 
+@register("optimizer")
 @dataclass(frozen=True)
 class GaussNewton(_GaussNewtonStage):
     """Gauss-Newton with a fixed small damping and a backtracking (Armijo) line search: the

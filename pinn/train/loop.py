@@ -22,11 +22,12 @@ import numpy as np
 
 from . import observers as _obs
 from .checkpoint import CheckpointError, intact_checkpoint, load_checkpoint, read_header
-from .core import RUNNING, STALLED, STATUS_NAMES, Core, warn
+from .core import Core, warn
 from .history import as_float, float_or_none, history_row
-from .optim import Stage
 from .result import Interrupted, TrainingDiverged, TrainResult
-from .weighting import Fixed
+from .spec import Training
+from .steps import RUNNING, STALLED, STATUS_NAMES
+from .weighting import Fixed, Weighting
 
 __all__ = ["run", "TrainResult", "TrainingDiverged", "Interrupted"]
 
@@ -272,23 +273,6 @@ class _Cut(_obs.Observer):
         self.every = every
 
 
-def _validate(stages: Any, **counts: Any) -> list[Stage]:
-    if isinstance(stages, Stage):
-        stages = [stages]
-    stages = list(stages)
-    if not stages or not all(isinstance(s, Stage) for s in stages):
-        raise ValueError(
-            "run: stages must be a non-empty list of pinn.train.Stage(optimizer, steps), got "
-            f"{stages!r}."
-        )
-    for name, value in counts.items():
-        if value is None and name != "chunk":
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"run: {name} must be an integer >= 1, got {value!r}.")
-    return stages
-
-
 def _observers(
     *, handle_signals: bool, max_retries: int, rollback_factor: float, evaluate: Any,
     eval_every: int | None, out_dir: Any, history_csv: bool, progress: bool, on_chunk: Any,
@@ -333,20 +317,16 @@ def _resume_point(checkpoint_dir: Any) -> Path | None:
 def run(
     terms_fn: Callable[[Any, Any], Any],
     params: Any,
+    training: Training,
     *,
-    stages: Sequence[Stage],
     sample_fn: Callable[[Any, Any], Any],
     key: jax.Array,
-    weighting: Any = None,
-    resample_every: int | None = 1000,
-    chunk: int = 500,
+    weighting: Weighting | None = None,
     out_dir: str | os.PathLike | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
-    checkpoint_every: int | None = None,
     keep_checkpoints: int | None = 3,
     resume: bool = False,
     evaluate: Callable[[Any], Mapping[str, Any]] | None = None,
-    eval_every: int | None = None,
     on_chunk: Callable[[dict], None] | None = None,
     progress: bool = True,
     history_csv: bool = False,
@@ -354,10 +334,11 @@ def run(
     rollback_factor: float = 0.5,
     handle_signals: bool = True,
     observers: Sequence[Any] | None = None,
-    devices: int | str | None = None,
-    micro_batch: int | None = None,
 ) -> TrainResult:
-    """Train ``params`` to minimise the weighted sum of the terms of ``terms_fn``.
+    """Train ``params`` to minimise the weighted sum of the terms of ``terms_fn`` as
+    ``training`` says (:class:`~pinn.train.spec.Training`: its stages, its points'
+    ``resample_every``, ``chunk``, ``eval_every``, ``checkpoint_every``, ``devices`` and
+    ``micro_batch``; its ``weighting`` unless ``weighting`` is given).
 
     Args:
         terms_fn: ``terms_fn(params, batch) -> {name: scalar}`` (mean squared residual per
@@ -365,77 +346,59 @@ def run(
             logged (``aux.<name>``) but not minimised. Pure and traceable.
         params: initial parameters, a pytree; ``params["pde"]`` (learnable PDE parameters)
             trains with the network and is logged (``param.<name>``).
-        stages: ``[Stage(Adam(...), 20_000), Stage(LBFGS(), 2_000)]``; parameters carry over.
-        sample_fn: ``sample_fn(key, params) -> batch`` (a pytree), traceable; called on device
-            every ``resample_every`` steps (never during full-batch stages such as L-BFGS)
-            and at the start of every stage after the first (so several L-BFGS stages in a
-            row each fit a batch of their own, drawn with the current parameters: with RAD,
-            where the residual is large now).
+        training: the stages (parameters carry over from one to the next) and the loop's
+            cadences.
+        sample_fn: ``sample_fn(key, params) -> batch`` (a pytree), traceable; called on
+            device every ``resample_every`` steps of a first-order stage and at the start of
+            every stage after the first (with RAD: where the residual is large now).
         key: PRNG key for sampling.
-        weighting: :class:`Fixed` (default), :class:`GradNorm` or :class:`Causal`.
-        resample_every: steps between new batches (``None``: never, not even between
-            stages).
-        chunk: steps per jitted call (the host sees only chunk boundaries).
+        weighting: the weighting (default: ``training.weighting``, else :class:`Fixed`).
         out_dir: run folder: ``history.jsonl`` (and ``history.csv`` if ``history_csv``) and,
             unless ``checkpoint_dir`` is given, ``checkpoints/``.
-        checkpoint_dir: folder for checkpoints; written every ``checkpoint_every`` steps, at
-            the end, and on SIGINT/SIGTERM.
-        keep_checkpoints: newest checkpoints kept (``None``: all).
-        resume: continue from the newest checkpoint in ``checkpoint_dir`` (bit for bit as if
-            never stopped); starts fresh if there is none.
-        evaluate: ``evaluate(params) -> {name: number}`` (e.g. errors against the exact
-            solution), run every ``eval_every`` steps and at the end; logged as ``eval.<name>``.
+        checkpoint_dir: folder for checkpoints (every ``training.checkpoint_every`` steps,
+            at the end, and on SIGINT/SIGTERM); ``keep_checkpoints``: the newest kept
+            (``None``: all).
+        resume: continue from the newest checkpoint (bit for bit as if never stopped);
+            starts fresh if there is none.
+        evaluate: ``evaluate(params) -> {name: number}`` (errors against the truth), every
+            ``training.eval_every`` steps and at the end; logged as ``eval.<name>``.
         on_chunk: called with each chunk's history row and each roll-back event.
-        progress: show a rich progress bar (only when stderr is a terminal).
-        max_retries: consecutive roll-backs allowed before :class:`TrainingDiverged`.
-        rollback_factor: learning-rate factor applied at each roll-back.
+        progress: show progress (a bar on a terminal, lines otherwise).
+        max_retries, rollback_factor: consecutive roll-backs allowed before
+            :class:`TrainingDiverged`, and the learning-rate factor of each.
         handle_signals: catch SIGINT/SIGTERM (main thread only) and stop cleanly with
             :class:`Interrupted` after the current chunk.
-        observers: more observers (:mod:`pinn.train.observers`), called after the ones the
-            arguments above make (:class:`Signals`, :class:`NanGuard`, :class:`StallStop`,
-            :class:`Evaluation`, :class:`Checkpoints`, :class:`History`, :class:`Progress`,
-            :class:`Callback`).
-        devices: ``None`` (one device, no mesh: the single-device program), ``"all"`` or a
-            count: data parallel over a mesh of devices, the points of every batch sharded and
-            everything else replicated (:mod:`pinn.train.sharding`); every point set must be
-            a multiple of the device count.
-        micro_batch: at most this many points per device in one pass: each step streams the
-            batch in equal micro-batches and accumulates the gradient (the full-batch
-            gradient to rounding, :mod:`pinn.train.microbatch`); ``None``: one pass.
-
-    Returns:
-        :class:`TrainResult`.
+        observers: more observers (:mod:`pinn.train.observers`), after the ones the
+            arguments above make.
 
     Raises:
         TrainingDiverged: the loss stayed non-finite after ``max_retries`` roll-backs.
         Interrupted: on SIGINT/SIGTERM, after saving a checkpoint.
     """
-    stages = _validate(stages, chunk=chunk, resample_every=resample_every,
-                       checkpoint_every=checkpoint_every, eval_every=eval_every)
-    weighting = Fixed() if weighting is None else weighting
-    if not (hasattr(weighting, "init") and hasattr(weighting, "update")):
-        raise TypeError(
-            "run: weighting must be a weighting object such as pinn.train.Fixed(), GradNorm() "
-            f"or Causal(), got {weighting!r}."
-        )
+    if not isinstance(training, Training):
+        raise TypeError(f"run: training must be a pinn.Training(stages=[...], ...), got "
+                        f"{training!r}.")
+    weighting = weighting if weighting is not None else (training.weighting or Fixed())
+    if not isinstance(weighting, Weighting):
+        raise TypeError("run: weighting must be a pinn.train.Weighting such as Fixed(), "
+                        f"GradNorm() or Causal(), got {weighting!r}.")
     if out_dir is not None and checkpoint_dir is None:
         checkpoint_dir = Path(out_dir) / "checkpoints"
     if resume and checkpoint_dir is None:
         raise ValueError("run: resume=True needs checkpoint_dir (or out_dir) to find checkpoints.")
     chosen = _observers(
         handle_signals=handle_signals, max_retries=max_retries, rollback_factor=rollback_factor,
-        evaluate=evaluate, eval_every=eval_every, out_dir=out_dir, history_csv=history_csv,
-        progress=progress, on_chunk=on_chunk, checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every, keep_checkpoints=keep_checkpoints,
+        evaluate=evaluate, eval_every=training.eval_every, out_dir=out_dir,
+        history_csv=history_csv, progress=progress, on_chunk=on_chunk,
+        checkpoint_dir=checkpoint_dir, checkpoint_every=training.checkpoint_every,
+        keep_checkpoints=keep_checkpoints,
     )
     for obs in observers or ():
-        if not all(callable(getattr(obs, m, None)) for m in ("init", "on_chunk", "close")):
-            raise TypeError(
-                "run: each observer needs init(info), on_chunk(event) and close(result) (subclass "
-                f"pinn.train.Observer for no-op defaults), got {obs!r}."
-            )
-    core, params = Core.build(terms_fn, params, stages=stages, sample_fn=sample_fn, key=key,
-                              weighting=weighting, resample_every=resample_every,
-                              devices=devices, micro_batch=micro_batch)
+        if not isinstance(obs, _obs.Observer):
+            raise TypeError("run: each observer must be a pinn.train.Observer (init(info), "
+                            f"on_chunk(event), close(result)), got {obs!r}.")
+    core, params = Core.build(terms_fn, params, training, sample_fn=sample_fn, key=key,
+                              weighting=weighting)
     resume_from = _resume_point(checkpoint_dir) if resume else None
-    return _Loop(core, [*chosen, *(observers or ())], chunk).train(params, key, resume_from)
+    return _Loop(core, [*chosen, *(observers or ())], training.chunk).train(
+        params, key, resume_from)

@@ -32,44 +32,12 @@ import jax.numpy as jnp
 
 from pinn import conditions as C
 from pinn.conditions import normal_symbols
-from pinn.dsl.evaluate import evaluate_on_points
+from pinn.network import hard_transforms, periodic_embedding
 from pinn.train.sharding import shard_points
+from pinn.train.spec import Points
 from pinn.train.weighting import MULTIPLIERS
 
 __all__ = ["Points", "Assembly", "assemble", "normal_symbols"]
-
-
-@dataclass(frozen=True)
-class Points:
-    """How many collocation points each term gets, and how they are drawn.
-
-    ``interior``: points in the (space-time) domain for the equations;
-    ``boundary``: points for each boundary condition; ``initial``: points at
-    the initial time for each initial condition.  ``resample_every``: draw new
-    points every K steps (``None``, or 0 as in YAML: never; stored as ``None``).
-    ``sampler``: a geometry sampler object (default uniform random); ``rad``:
-    residual-based adaptive sampling of the interior points (a ``pinn.geometry.RAD``),
-    or None.
-    """
-
-    interior: int = 4096
-    boundary: int = 1024
-    initial: int = 1024
-    resample_every: int | None = 100
-    sampler: Any = None
-    rad: Any = None
-
-    def __post_init__(self):
-        for name in ("interior", "boundary", "initial"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"Points.{name} must be a positive integer, got {v!r}")
-        r = self.resample_every
-        if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 0):
-            raise ValueError(f"Points.resample_every must be an integer >= 1, or None (never), "
-                             f"got {r!r}")
-        if r == 0:
-            object.__setattr__(self, "resample_every", None)
 
 
 @dataclass
@@ -159,79 +127,6 @@ class _Draw:
 
 
 # ---------------------------------------------------------------------------
-# hard constraints
-
-
-def _hard_transforms(problem, apply, spatial_dim, *, time_span: bool = True):
-    """Wrap ``apply`` so hard conditions (each condition's ``hard_outputs``) hold exactly.
-
-    ``time_span``: hard initial values scale the network by ``(t - t0)/(t1 - t0)``
-    (False: by ``t - t0``, as solutions saved in format 1 were trained)."""
-    from pinn.nets import box_distance, hard_dirichlet, hard_dirichlet_initial, hard_initial
-
-    fidx = {f: i for i, f in enumerate(problem.fields)}
-    dirichlet: dict[int, tuple] = {}
-    initial: dict[int, tuple] = {}
-    for name, c in problem.conditions.items():
-        for h in c.hard_outputs(problem, name):
-            C.check_hard_subset(problem, name, h)
-            j = fidx[h.field]
-            if h.kind == "initial":
-                initial[j] = (h.value, h.rate)
-                continue
-            if j in dirichlet:
-                raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
-                                 "Dirichlet condition; merge them into one")
-            if h.parts is None:  # a box: the product of its walls' distances
-                dist = box_distance(*problem.input_box, walls=list(h.walls))
-            else:  # any other shape: its approximate distance function
-                from pinn.geometry.adf import boundary_distance
-
-                dist = boundary_distance(problem.space, h.parts)
-            dirichlet[j] = (dist, h.value)
-    if not dirichlet and not initial:
-        return apply
-    t0 = problem.time.t0 if problem.is_evolution else 0.0
-    # the network's factor (t - t0)/span runs over [0, 1] whatever the time scale
-    span = (float(problem.time.t1 - problem.time.t0) if problem.is_evolution and time_span
-            else 1.0)
-    ti = problem.time_index if problem.is_evolution else -1
-
-    def value(e):  # a function of the network's inputs (the ranged parameters pass through)
-        def fn(x):
-            return evaluate_on_points(e, problem.inputs, x, spatial=problem.spatial
-                                      ).astype(x.dtype)
-
-        return fn
-
-    out = apply
-    for j in sorted(set(dirichlet) | set(initial)):
-        if j in dirichlet and j in initial:
-            (dist, g), (u0, rate) = dirichlet[j], initial[j]
-            if rate is not None:
-                raise ValueError("hard initial conditions with a rate cannot be combined with "
-                                 "hard Dirichlet conditions on the same field; make one soft")
-            out = hard_dirichlet_initial(out, dist, value(g), value(u0), t_index=ti, t0=t0,
-                                         span=span, outputs=[j])
-        elif j in dirichlet:
-            dist, g = dirichlet[j]
-            out = hard_dirichlet(out, dist, value(g), outputs=[j])
-        else:
-            u0, rate = initial[j]
-            out = hard_initial(out, value(u0), t_index=ti, t0=t0, span=span,
-                               rate_fn=None if rate is None else value(rate), outputs=[j])
-    return out
-
-
-def periodic_embedding(problem) -> dict[int, float]:
-    """``{input index: period}`` for hard periodic conditions (opposite faces of a box)."""
-    out: dict[int, float] = {}
-    for name, c in problem.conditions.items():
-        out.update(c.periodic_inputs(problem, name))
-    return out
-
-
-# ---------------------------------------------------------------------------
 # the assembly
 
 
@@ -257,7 +152,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
     draw = _Draw(problem, sampler, jnp.dtype(dtype) if dtype is not None else
                  jnp.zeros(()).dtype)
     normals = normal_symbols(len(problem.spatial))
-    field_apply = _hard_transforms(problem, apply, len(problem.spatial))
+    field_apply = hard_transforms(problem, apply)
 
     def compiled(exprs, inputs=()):
         return compile_terms(exprs, coords=problem.inputs, fields=problem.fields,

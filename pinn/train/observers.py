@@ -40,10 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import list_checkpoints, save_checkpoint
-from .core import NONFINITE, RUNNING, STATUS_NAMES, warn
+from .core import warn
 from .history import HistoryWriter, as_float, read_history
-from .optim import Stage
 from .result import TrainingDiverged, TrainResult
+from .spec import Stage
+from .steps import NONFINITE, RUNNING, STATUS_NAMES
 
 __all__ = [
     "Observer",

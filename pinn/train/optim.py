@@ -1,28 +1,40 @@
-"""Optimisers as objects, and training stages.
+"""Optimisers as objects: the :class:`Optimizer` protocol and the first-order ones.
 
-Each optimiser is a frozen description with defaults; ``make(total_steps)`` turns it into an
-optax transformation for a stage of ``total_steps`` steps (the schedules need the length).
-The loop (:func:`pinn.train.run`) treats first-order optimisers (:class:`Adam`,
-:class:`AdamW`) and :class:`LBFGS` differently: L-BFGS runs full batch with a line search.
+Each optimiser is a frozen description with defaults that declares what it can do in class
+variables (``full_batch``, ``prefers_float64``, ``supports_mixed``), read by the training
+core and the precision rule, never probed. It gives the state a stage starts from
+(:meth:`Optimizer.init`) and the step the core runs (:meth:`Optimizer.step`):
+
+- :class:`FirstOrder` (:class:`Adam`, :class:`AdamW`, SOAP, :class:`Optax`): an optax
+  transformation (``make(total_steps)``; the schedules need the stage's length), on a
+  batch redrawn every ``Points.resample_every`` steps;
+- :class:`pinn.train.quasi_newton.LineSearch` (L-BFGS, SSBroyden, SSBFGS): a quasi-Newton
+  direction and one strong-Wolfe line search, full batch;
+- Gauss-Newton and Levenberg-Marquardt (:mod:`pinn.train.gauss_newton`): their own step on
+  the residual vector, full batch.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
 import optax
 
-__all__ = ["Adam", "AdamW", "LBFGS", "Optax", "Stage", "Optimizer", "as_optimizer"]
+from pinn.data import register
+
+__all__ = ["Optimizer", "FirstOrder", "Adam", "AdamW", "Optax", "as_optimizer"]
 
 Decay = Literal["exponential", "cosine"] | None
 _DECAYS = (None, "exponential", "cosine")
 
 
-def _check_positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
+def check_positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
+    """``ValueError`` naming ``owner.name`` unless ``value`` is a finite number > 0 (>= 0)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     ok = ok and (value >= 0 if allow_zero else value > 0)
     if not ok:
@@ -30,7 +42,8 @@ def _check_positive(owner: str, name: str, value: Any, *, allow_zero: bool = Fal
         raise ValueError(f"{owner}: {name} must be a finite number {bound}, got {value!r}.")
 
 
-def _check_int(owner: str, name: str, value: Any, *, minimum: int) -> None:
+def check_int(owner: str, name: str, value: Any, *, minimum: int) -> None:
+    """``ValueError`` naming ``owner.name`` unless ``value`` is an integer >= ``minimum``."""
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}.")
 
@@ -42,8 +55,69 @@ def _pde_mask(params: Any) -> Any:
     return jax.tree.map(lambda _: True, params)
 
 
+class Optimizer:
+    """The protocol of a stage's optimiser.
+
+    Capabilities (class variables, read by the core and the precision rule):
+
+    - ``full_batch``: its stage keeps its batch between steps (not redrawn every
+      ``Points.resample_every`` steps; it may redraw on its own schedule), and a roll-back
+      restarts its state at the last good point;
+    - ``prefers_float64``: ``precision: auto`` ends its stage in float64;
+    - ``supports_mixed``: its stage may run ``"mixed"`` (float32 until its line search
+      stalls at float32's rounding floor, then float64 with the state kept: it provides
+      ``refresh``, :class:`~pinn.train.quasi_newton.LineSearch`).
+
+    Methods: :meth:`init` (the state a stage starts from), :meth:`step` (the core's step
+    function) and :meth:`rate` (the history's ``lr`` column).
+    """
+
+    full_batch: ClassVar[bool] = False
+    prefers_float64: ClassVar[bool] = False
+    supports_mixed: ClassVar[bool] = False
+
+    def init(self, params: Any, total_steps: int) -> Any:
+        """The optimiser's state at the start of a stage of ``total_steps`` steps."""
+        raise NotImplementedError(f"{type(self).__name__} does not define init()")
+
+    def step(self, spec: Any, weighted: Callable) -> Callable:
+        """The training core's step ``state -> (state, finite, gradient norm)``
+        (:mod:`pinn.train.steps`) for the stage ``spec`` (its terms, sampler, weighting,
+        length) on the weighted loss ``weighted(params, batch, weights) -> (loss, aux)``."""
+        raise NotImplementedError(f"{type(self).__name__} does not define step()")
+
+    def rate(self, state: Any, n: jax.Array, total_steps: int) -> jax.Array:
+        """The learning rate (or step length) of the core's ``state`` after ``n`` steps of
+        a stage of ``total_steps``, for the history; NaN when it has none."""
+        return jnp.asarray(jnp.nan)
+
+
+class FirstOrder(Optimizer):
+    """A first-order optimiser: the optax transformation :meth:`make` gives for a stage."""
+
+    def make(self, total_steps: int) -> optax.GradientTransformation:
+        """The optax transformation for a stage of ``total_steps`` steps."""
+        raise NotImplementedError(f"{type(self).__name__} does not define make()")
+
+    def schedule(self, total_steps: int) -> optax.Schedule:
+        """The learning rate as a function of the step within a stage (NaN: not known)."""
+        return lambda step: jnp.asarray(jnp.nan)
+
+    def init(self, params: Any, total_steps: int) -> Any:
+        return self.make(total_steps).init(params)
+
+    def step(self, spec: Any, weighted: Callable) -> Callable:
+        from .steps import first_order_step
+
+        return first_order_step(spec, weighted, self.make(spec.steps))
+
+    def rate(self, state: Any, n: jax.Array, total_steps: int) -> jax.Array:
+        return self.schedule(total_steps)(n) * state["lr_scale"]
+
+
+@register("optimizer")
 @dataclass(frozen=True)
-class Adam:
+class Adam(FirstOrder):
     """Adam with optional linear warm-up, a decay schedule and gradient clipping.
 
     Args:
@@ -68,26 +142,24 @@ class Adam:
     eps: float = 1e-8
     clip: float | None = None
 
-    full_batch = False  # resampling happens during this optimiser's stages
-
     def __post_init__(self) -> None:
         name = type(self).__name__
-        _check_positive(name, "lr", self.lr)
-        _check_int(name, "warmup", self.warmup, minimum=0)
+        check_positive(name, "lr", self.lr)
+        check_int(name, "warmup", self.warmup, minimum=0)
         if self.decay not in _DECAYS:
             raise ValueError(
                 f"{name}: decay must be None, 'exponential' or 'cosine', got {self.decay!r}."
             )
-        _check_positive(name, "decay_rate", self.decay_rate)
+        check_positive(name, "decay_rate", self.decay_rate)
         if self.decay_steps is not None:
-            _check_int(name, "decay_steps", self.decay_steps, minimum=1)
+            check_int(name, "decay_steps", self.decay_steps, minimum=1)
         for field in ("b1", "b2"):
             value = getattr(self, field)
             if not (isinstance(value, (int, float)) and 0 <= value < 1):
                 raise ValueError(f"{name}: {field} must lie in [0, 1), got {value!r}.")
-        _check_positive(name, "eps", self.eps, allow_zero=True)
+        check_positive(name, "eps", self.eps, allow_zero=True)
         if self.clip is not None:
-            _check_positive(name, "clip", self.clip)
+            check_positive(name, "clip", self.clip)
 
     def schedule(self, total_steps: int) -> optax.Schedule:
         """The learning rate as a function of the step within a stage of ``total_steps``."""
@@ -117,6 +189,7 @@ class Adam:
         return tx
 
 
+@register("optimizer")
 @dataclass(frozen=True)
 class AdamW(Adam):
     """Adam with decoupled weight decay (:class:`Adam`'s arguments plus ``weight_decay``).
@@ -129,7 +202,7 @@ class AdamW(Adam):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("AdamW", "weight_decay", self.weight_decay, allow_zero=True)
+        check_positive("AdamW", "weight_decay", self.weight_decay, allow_zero=True)
 
     def _core(self, schedule: optax.Schedule) -> optax.GradientTransformation:
         return optax.adamw(
@@ -143,54 +216,7 @@ class AdamW(Adam):
 
 
 @dataclass(frozen=True)
-class LBFGS:
-    """L-BFGS (optax) with a zoom line search, run full batch.
-
-    It runs its stage's step count unless it has converged: the gradient norm fell to
-    ``gtol``, or it has stalled: a step no longer changes the parameters or no longer
-    lowers the loss (the line search found no decrease: the loss is at its rounding
-    floor, which float32 reaches long before the optimum). A step whose line search
-    lands on a non-finite loss is rejected and ends the stage with a warning. The reason
-    and step are reported in ``TrainResult.stages``.
-
-    Args:
-        memory: number of curvature pairs kept.
-        max_linesearch_steps: zoom line-search iterations per step.
-        gtol: stop when the gradient norm of the weighted loss is at most this.
-        linesearch: an optax line search to use instead of the zoom line search.
-    """
-
-    memory: int = 20
-    max_linesearch_steps: int = 30
-    gtol: float = 0.0
-    linesearch: Any = None
-
-    full_batch = True
-    line_search = True  # the update takes the loss function (value_fn)
-    supports_mixed = True  # Stage precision "mixed": float32, then float64 once stalled
-
-    def __post_init__(self) -> None:
-        _check_int("LBFGS", "memory", self.memory, minimum=1)
-        _check_int("LBFGS", "max_linesearch_steps", self.max_linesearch_steps, minimum=1)
-        _check_positive("LBFGS", "gtol", self.gtol, allow_zero=True)
-
-    def make(self, total_steps: int) -> optax.GradientTransformationExtraArgs:
-        """The optax transformation (its update needs ``value``, ``grad``, ``value_fn``)."""
-        del total_steps
-        linesearch = self.linesearch
-        if linesearch is None:
-            linesearch = optax.scale_by_zoom_linesearch(
-                max_linesearch_steps=self.max_linesearch_steps, initial_guess_strategy="one"
-            )
-        return optax.lbfgs(memory_size=self.memory, linesearch=linesearch)
-
-    def fresh_memory(self, opt_state: Any) -> jax.Array:
-        """Whether the curvature memory is empty (at most one step since (re)start)."""
-        return opt_state[0].count <= 1
-
-
-@dataclass(frozen=True)
-class Optax:
+class Optax(FirstOrder):
     """Any optax transformation as a stage optimiser (first order, mini-batch).
 
     ``transform``: an ``optax.GradientTransformation`` (``optax.adamw(1e-3)``), or a
@@ -206,8 +232,6 @@ class Optax:
     transform: Any
     learning_rate: Any = None
     name: str = "Optax"
-
-    full_batch = False
 
     def __post_init__(self) -> None:
         if not (_is_transformation(self.transform) or callable(self.transform)):
@@ -247,11 +271,10 @@ def _is_transformation(obj: Any) -> bool:
     )
 
 
-def as_optimizer(obj: Any) -> Any:
-    """``obj`` as a stage optimiser: a pinn optimiser (anything with ``make(total_steps)``)
-    as it is, an optax transformation or a factory ``steps -> transformation`` wrapped in
-    :class:`Optax`."""
-    if hasattr(obj, "make") and not _is_transformation(obj):
+def as_optimizer(obj: Any) -> Optimizer:
+    """``obj`` as a stage optimiser: an :class:`Optimizer` as it is, an optax
+    transformation or a factory ``steps -> transformation`` wrapped in :class:`Optax`."""
+    if isinstance(obj, Optimizer):
         return obj
     if _is_transformation(obj) or (callable(obj) and not isinstance(obj, type)):
         return Optax(obj)
@@ -260,59 +283,3 @@ def as_optimizer(obj: Any) -> Any:
         "optax.GradientTransformation (optax.adamw(1e-3)) or a function steps -> "
         f"transformation, got {obj!r}."
     )
-
-
-Optimizer = Adam | AdamW | LBFGS | Optax
-
-#: A stage's precision that starts in float32 and goes on in float64 (:class:`Stage`).
-MIXED = "mixed"
-
-
-def precision_bits(precision: int | str | None, escalated: bool = False) -> int | None:
-    """The float width a stage of ``precision`` runs in now: a ``"mixed"`` stage 32, or 64
-    once ``escalated``; 32, 64 and ``None`` (the run's) as they are."""
-    if precision == MIXED:
-        return 64 if escalated else 32
-    return precision
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One training stage: ``steps`` steps of ``optimizer``, starting from the last parameters.
-
-    ``optimizer``: :class:`Adam`, :class:`AdamW`, :class:`LBFGS`, or any optax
-    transformation (``Stage(optax.adamw(1e-3), 1000)``) or factory ``steps ->
-    transformation`` (wrapped in :class:`Optax`). ``precision``: 32 or 64 to run this stage
-    in float32 or float64 whatever the others do (the parameters and the optimiser-relevant
-    state are converted once, when the stage starts); ``"mixed"`` (a line-search stage:
-    L-BFGS, SSBroyden) to start it in float32, where each step costs about half, and go on
-    in float64 from the step its float32 line search stalls (the loss at float32's rounding
-    floor), the state converted once and the curvature memory kept; ``None``: the run's
-    precision.
-    """
-
-    optimizer: Any
-    steps: int
-    precision: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "optimizer", as_optimizer(self.optimizer))
-        _check_int("Stage", "steps", self.steps, minimum=1)
-        if self.precision not in (None, 32, 64, MIXED) or isinstance(self.precision, bool):
-            raise ValueError(f"Stage: precision must be 32, 64, 'mixed' or None (the run's), "
-                             f"got {self.precision!r}.")
-        if self.precision == MIXED and not getattr(self.optimizer, "supports_mixed", False):
-            raise ValueError(
-                f"Stage: precision 'mixed' (float32, then float64 once the line search stalls) "
-                f"needs a quasi-Newton optimiser with a line search (LBFGS, SSBroyden, "
-                f"SSBFGS), got "
-                f"{type(self.optimizer).__name__}; give it 32 or 64.")
-
-    @property
-    def full_batch(self) -> bool:
-        return bool(getattr(self.optimizer, "full_batch", False))
-
-    @property
-    def is_lbfgs(self) -> bool:
-        """Whether the stage runs a line-search quasi-Newton optimiser (L-BFGS, SSBroyden)."""
-        return bool(getattr(self.optimizer, "line_search", False))

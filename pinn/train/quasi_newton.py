@@ -1,4 +1,9 @@
-"""Self-scaled quasi-Newton methods with a dense inverse Hessian: SSBFGS and SSBroyden.
+"""Quasi-Newton stages with one strong-Wolfe line search: L-BFGS, SSBFGS and SSBroyden.
+
+Every line-search stage (:class:`LineSearch`) takes a direction ``-H g`` from its curvature
+memory and one strong-Wolfe line search (:func:`wolfe_search`), full batch; it stops when
+converged or stalled. :class:`LBFGS` keeps the last ``memory`` pairs (the two-loop
+recursion); the self-scaled methods below keep a dense inverse Hessian.
 
 The update of the inverse Hessian approximation ``H`` after a step ``s = x+ - x`` with
 gradient change ``y = g+ - g`` is the self-scaled Broyden family of Al-Baali (2003, "A wide
@@ -14,7 +19,7 @@ SSBFGS (Al-Baali & Khalfan's choice, "SSBFGS_AB"); SSBroyden picks ``θ`` (and f
 and ``τ``) in Al-Baali's wide interval ("SSBroyden2" of the reference code,
 github.com/jorgeurban/self_scaled_algorithms_pinns, ``modified_optimize.py``).
 
-A step takes the direction ``-H g`` and a strong-Wolfe (zoom) line search (optax's). When
+A step takes the direction ``-H g`` and the strong-Wolfe line search. When
 the curvature condition fails (``yᵀs`` not positive) or ``H`` stops giving a descent
 direction, ``H`` restarts from the identity scaled by ``yᵀs / yᵀy`` (or the identity).
 
@@ -36,9 +41,12 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from .optim import _check_int, _check_positive
+from pinn.data import register
 
-__all__ = ["SSBroyden", "SSBFGS", "scale_by_self_scaled_broyden", "wolfe_search"]
+from .optim import Optimizer, check_int, check_positive
+
+__all__ = ["LineSearch", "LineState", "LBFGS", "SSBroyden", "SSBFGS",
+           "scale_by_self_scaled_broyden", "scale_by_lbfgs", "wolfe_search"]
 
 Method = Literal["ssbroyden", "ssbfgs", "bfgs"]
 
@@ -153,6 +161,91 @@ def scale_by_self_scaled_broyden(method: Method = "ssbroyden") -> optax.Gradient
     return optax.GradientTransformation(init, update)
 
 
+class LBFGSState(NamedTuple):
+    """State of :func:`scale_by_lbfgs` (arrays on the flattened parameters)."""
+
+    s: jax.Array  # the last pairs' steps, memory × n (a ring; oldest overwritten)
+    y: jax.Array  # their gradient changes
+    rho: jax.Array  # 1 / yᵀs of each pair (0: an empty slot)
+    head: jax.Array  # the slot of the next pair (int32)
+    prev_params: jax.Array
+    prev_grad: jax.Array
+    count: jax.Array  # steps taken (int32)
+    fresh: jax.Array  # True: the next pair is not a curvature pair (start, new batch)
+    restarts: jax.Array  # pairs refused (no positive curvature) (int32)
+
+
+def scale_by_lbfgs(memory: int = 20) -> optax.GradientTransformation:
+    """The L-BFGS direction ``-H g`` (Nocedal & Wright, Algorithm 7.4: the two-loop
+    recursion over the last ``memory`` curvature pairs, the initial matrix scaled by
+    ``sᵀy / yᵀy`` of the newest pair). A pair without positive curvature is not kept."""
+
+    def init(params):
+        flat, _ = ravel_pytree(params)
+        n, dt = flat.size, flat.dtype
+        zeros = jnp.zeros_like(flat)
+        return LBFGSState(
+            s=jnp.zeros((memory, n), dt), y=jnp.zeros((memory, n), dt),
+            rho=jnp.zeros((memory,), dt), head=jnp.zeros((), jnp.int32), prev_params=zeros,
+            prev_grad=zeros, count=jnp.zeros((), jnp.int32), fresh=jnp.asarray(True),
+            restarts=jnp.zeros((), jnp.int32))
+
+    def update(updates, state, params=None):
+        if params is None:
+            raise ValueError("scale_by_lbfgs needs params")
+        g, unravel = ravel_pytree(updates)
+        x, _ = ravel_pytree(params)
+        s, y = x - state.prev_params, g - state.prev_grad
+        ys = jnp.vdot(y, s)
+        curved = ys > 1e-10 * jnp.linalg.norm(s) * jnp.linalg.norm(y)
+        keep = ~state.fresh & curved
+        slot = state.head
+        memo = state._replace(
+            s=jnp.where(keep, state.s.at[slot].set(s), state.s),
+            y=jnp.where(keep, state.y.at[slot].set(y), state.y),
+            rho=jnp.where(keep, state.rho.at[slot].set(1.0 / jnp.where(curved, ys, 1.0)),
+                          state.rho),
+            head=jnp.where(keep, (slot + 1) % memory, slot).astype(jnp.int32),
+            restarts=state.restarts + (~state.fresh & ~curved).astype(jnp.int32))
+        d = -_two_loop(memo, g)
+        descent = (jnp.vdot(d, g) < 0) & jnp.all(jnp.isfinite(d))
+        d = jnp.where(descent, d, -g)
+        new = memo._replace(prev_params=x, prev_grad=g, count=state.count + 1,
+                            fresh=jnp.asarray(False))
+        return unravel(d), new
+
+    return optax.GradientTransformation(init, update)
+
+
+def _two_loop(state: LBFGSState, g: jax.Array) -> jax.Array:
+    """``H g`` by the two-loop recursion, newest pair first (empty slots have ``rho = 0``
+    and change nothing)."""
+    m = state.rho.shape[0]
+    order = (state.head - 1 - jnp.arange(m)) % m  # newest to oldest
+
+    def back(q, i):
+        a = state.rho[i] * jnp.vdot(state.s[i], q)
+        return q - a * state.y[i], a
+
+    q, alphas = jax.lax.scan(back, g, order)
+    newest = order[0]
+    yy = jnp.vdot(state.y[newest], state.y[newest])
+    gamma = jnp.where((state.rho[newest] > 0) & (yy > 0),
+                      1.0 / (state.rho[newest] * jnp.where(yy > 0, yy, 1.0)), 1.0)
+
+    def forward(r, ia):
+        i, a = ia
+        b = state.rho[i] * jnp.vdot(state.y[i], r)
+        return r + (a - b) * state.s[i], None
+
+    r, _ = jax.lax.scan(forward, gamma * q, (order[::-1], alphas[::-1]))
+    return r
+
+
+# ---------------------------------------------------------------------------
+# the line search
+
+
 class _Search(NamedTuple):
     """The carry of :func:`wolfe_search` (scalars along the direction, ``g_*`` vectors)."""
 
@@ -178,6 +271,19 @@ class _Search(NamedTuple):
     ok_g: jax.Array
 
 
+class _Rules(NamedTuple):
+    """The constants of :func:`wolfe_search` and the values at its start."""
+
+    f0: jax.Array
+    slope: jax.Array
+    fresh: jax.Array
+    c1: float
+    c2: float
+    max_step: float
+    approx: float
+    interval: float
+
+
 def _cubic_step(a, fa, da, b, fb, db):
     """The minimiser of the cubic through ``(a, fa, da)`` and ``(b, fb, db)`` (Nocedal &
     Wright, eq. 3.59), kept in the middle 80 % of the interval; its midpoint when the cubic
@@ -191,6 +297,49 @@ def _cubic_step(a, fa, da, b, fb, db):
     return jnp.clip(t, low + margin, high - margin)
 
 
+def _trial(c: _Search, f: jax.Array, g: jax.Array, da: jax.Array, r: _Rules) -> _Search:
+    """The search after the trial ``c.alpha`` gave ``f``, gradient ``g`` and slope ``da``."""
+    a = c.alpha
+    # sufficient decrease: Armijo's, or near a minimiser (no rise beyond rounding) Hager &
+    # Zhang's approximate form (2006, eq. 23), which rounding cannot defeat
+    armijo = (f <= r.f0 + r.c1 * a * r.slope) | (
+        (da <= (2.0 * r.c1 - 1.0) * r.slope) & (f <= r.f0 + r.approx * jnp.abs(r.f0)))
+    curvature = jnp.abs(da) <= -r.c2 * r.slope
+    better = f < c.best_f
+    # bracketing: a bracket [prev, a] once a fails Armijo or stops decreasing, an accepted
+    # step when Armijo and the curvature hold, a bracket [a, prev] when the slope turns
+    # positive, else a step twice as long
+    b_hi = ~armijo | ((c.trials > 0) & (f >= c.f_prev))
+    b_ok = ~b_hi & curvature
+    b_flip = ~b_hi & ~b_ok & (da >= 0)
+    # zooming in [lo, hi]: a failing a becomes hi; else a accepted, or the new lo
+    z_hi = ~armijo | (f >= c.f_lo)
+    z_ok = ~z_hi & curvature
+    z_swap = ~z_hi & ~z_ok & (da * (c.hi - c.lo) >= 0)
+    zoom = c.zoom
+
+    def pick(z_hi_v, z_swap_v, z_rest_v, b_hi_v, b_rest_v):
+        return jnp.where(zoom, jnp.where(z_hi, z_hi_v, jnp.where(z_swap, z_swap_v, z_rest_v)),
+                         jnp.where(b_hi, b_hi_v, b_rest_v))
+
+    ok = jnp.where(zoom, z_ok, b_ok) | r.fresh
+    lo, f_lo, d_lo = (pick(c.lo, a, a, c.a_prev, a), pick(c.f_lo, f, f, c.f_prev, f),
+                      pick(c.d_lo, da, da, c.d_prev, da))
+    hi, f_hi, d_hi = (pick(a, c.lo, c.hi, a, c.a_prev), pick(f, c.f_lo, c.f_hi, f, c.f_prev),
+                      pick(da, c.d_lo, c.d_hi, da, c.d_prev))
+    zoom_next = zoom | b_hi | b_flip
+    grow = jnp.minimum(2.0 * a, r.max_step)
+    nxt = jnp.where(zoom_next, _cubic_step(lo, f_lo, d_lo, hi, f_hi, d_hi), grow)
+    return _Search(
+        trials=c.trials + 1, alpha=nxt, zoom=zoom_next, a_prev=a, f_prev=f, d_prev=da,
+        lo=lo, f_lo=f_lo, d_lo=d_lo, hi=hi, f_hi=f_hi, d_hi=d_hi, done=ok,
+        tight=zoom_next & (jnp.abs(hi - lo) < r.interval),
+        best_a=jnp.where(better, a, c.best_a), best_f=jnp.where(better, f, c.best_f),
+        best_g=jnp.where(better, g, c.best_g),
+        ok_a=jnp.where(ok, a, c.ok_a), ok_f=jnp.where(ok, f, c.ok_f),
+        ok_g=jnp.where(ok, g, c.ok_g))
+
+
 def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array,
                  d: jax.Array, fresh: jax.Array, max_trials: int, c1: float = 1e-4,
                  c2: float = 0.9, max_step: float = 1e3, approx: float = 1e-6,
@@ -198,10 +347,10 @@ def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array
     """A strong-Wolfe line search along ``d`` from ``x`` (``f0``, ``g0``: value and gradient
     there), the bracketing and zoom phases of Nocedal & Wright (Algorithms 3.5, 3.6; cubic
     interpolation; the approximate sufficient decrease of Hager & Zhang within ``approx``
-    of ``f0``, as optax's) as one loop with one call of ``value_and_grad``: traced once, the step
-    program compiles in about half the time of optax's zoom line search, which calls it in
-    three places. The first trial is the step 1. ``fresh``: ``f0``/``g0`` are unknown (a
-    new batch, a restart): the only trial is ``x`` itself.
+    of ``f0``, as optax's) as one loop with one call of ``value_and_grad``: traced once, the
+    step program compiles in about half the time of optax's zoom line search, which calls
+    it in three places. The first trial is the step 1. ``fresh``: ``f0``/``g0`` are unknown
+    (a new batch, a restart): the only trial is ``x`` itself.
 
     Returns ``(alpha, f, g, moved, trials)``: the step taken, the value and gradient there,
     whether it moved, and the evaluations made. Without a strong-Wolfe step in
@@ -211,6 +360,7 @@ def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array
     dt = f0.dtype
     slope = jnp.vdot(g0, d)
     zero = jnp.zeros((), dt)
+    rules = _Rules(f0, slope, fresh, c1, c2, max_step, approx, interval)
     start = _Search(
         trials=jnp.zeros((), jnp.int32), alpha=jnp.where(fresh, zero, jnp.ones((), dt)),
         zoom=jnp.asarray(False), a_prev=zero, f_prev=f0, d_prev=slope, lo=zero, f_lo=f0,
@@ -223,49 +373,9 @@ def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array
         return ~c.done & ~c.tight & (c.trials < max_trials)
 
     def body(c: _Search) -> _Search:
-        a = c.alpha
-        f, g = value_and_grad(x + a * d)
+        f, g = value_and_grad(x + c.alpha * d)
         f = jnp.where(jnp.isfinite(f), f, jnp.inf)  # a non-finite trial: too far
-        da = jnp.vdot(g, d)
-        # sufficient decrease: Armijo's, or near a minimiser (no rise beyond rounding) Hager
-        # & Zhang's approximate form (2006, eq. 23), which rounding cannot defeat
-        armijo = (f <= f0 + c1 * a * slope) | (
-            (da <= (2.0 * c1 - 1.0) * slope) & (f <= f0 + approx * jnp.abs(f0)))
-        curvature = jnp.abs(da) <= -c2 * slope
-        better = f < c.best_f
-        best_a, best_f = jnp.where(better, a, c.best_a), jnp.where(better, f, c.best_f)
-        best_g = jnp.where(better, g, c.best_g)
-        # bracketing: a bracket [prev, a] once a fails Armijo or stops decreasing, an
-        # accepted step when Armijo and the curvature hold, a bracket [a, prev] when the
-        # slope turns positive, else a step twice as long
-        b_hi = ~armijo | ((c.trials > 0) & (f >= c.f_prev))
-        b_ok = ~b_hi & curvature
-        b_flip = ~b_hi & ~b_ok & (da >= 0)
-        # zooming in [lo, hi]: a failing a becomes hi; else a accepted, or the new lo
-        z_hi = ~armijo | (f >= c.f_lo)
-        z_ok = ~z_hi & curvature
-        z_swap = ~z_hi & ~z_ok & (da * (c.hi - c.lo) >= 0)
-        zoom = c.zoom
-        ok = jnp.where(zoom, z_ok, b_ok) | fresh
-        lo = jnp.where(zoom, jnp.where(z_hi, c.lo, a), jnp.where(b_hi, c.a_prev, a))
-        f_lo = jnp.where(zoom, jnp.where(z_hi, c.f_lo, f), jnp.where(b_hi, c.f_prev, f))
-        d_lo = jnp.where(zoom, jnp.where(z_hi, c.d_lo, da), jnp.where(b_hi, c.d_prev, da))
-        hi = jnp.where(zoom, jnp.where(z_hi, a, jnp.where(z_swap, c.lo, c.hi)),
-                       jnp.where(b_hi, a, c.a_prev))
-        f_hi = jnp.where(zoom, jnp.where(z_hi, f, jnp.where(z_swap, c.f_lo, c.f_hi)),
-                         jnp.where(b_hi, f, c.f_prev))
-        d_hi = jnp.where(zoom, jnp.where(z_hi, da, jnp.where(z_swap, c.d_lo, c.d_hi)),
-                         jnp.where(b_hi, da, c.d_prev))
-        zoom_next = zoom | b_hi | b_flip
-        grow = jnp.minimum(2.0 * a, max_step)
-        nxt = jnp.where(zoom_next, _cubic_step(lo, f_lo, d_lo, hi, f_hi, d_hi), grow)
-        return _Search(
-            trials=c.trials + 1, alpha=nxt, zoom=zoom_next, a_prev=a, f_prev=f, d_prev=da,
-            lo=lo, f_lo=f_lo, d_lo=d_lo, hi=hi, f_hi=f_hi, d_hi=d_hi, done=ok,
-            tight=zoom_next & (jnp.abs(hi - lo) < interval),
-            best_a=best_a, best_f=best_f, best_g=best_g,
-            ok_a=jnp.where(ok, a, c.ok_a), ok_f=jnp.where(ok, f, c.ok_f),
-            ok_g=jnp.where(ok, g, c.ok_g))
+        return _trial(c, f, g, jnp.vdot(g, d), rules)
 
     c = jax.lax.while_loop(cond, body, start)
     fallback = ~c.done & (c.best_f < f0)
@@ -276,14 +386,156 @@ def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array
     return alpha, f, g, moved, c.trials
 
 
+# ---------------------------------------------------------------------------
+# the stages
+
+
+class LineState(NamedTuple):
+    """The line search's part of a :class:`LineSearch` state: the loss and its gradient
+    (flattened) at the current point (``value`` infinite: not known yet, the next step only
+    evaluates them), the last step length and the evaluations it took."""
+
+    value: jax.Array
+    grad: jax.Array
+    step: jax.Array
+    trials: jax.Array
+
+
 @dataclass(frozen=True)
-class SSBroyden:
+class LineSearch(Optimizer):
+    """A quasi-Newton stage: the direction of :meth:`direction` from its curvature memory
+    and one strong-Wolfe line search (:func:`wolfe_search`), full batch.
+
+    It runs its stage's step count unless it has converged (the gradient norm at most
+    ``gtol``) or stalled: a step no longer lowers the loss (the line search found no
+    decrease). A stall with an older memory first restarts the memory at the same point;
+    only a stall right after a restart ends the stage (in float32 the loss has then reached
+    its rounding floor, where a ``"mixed"`` stage goes on in float64). A line search that
+    lands on a non-finite loss ends the stage with a warning. The reason and the step are
+    reported in ``TrainResult.stages``. The state is ``(direction state, LineState)``.
+
+    ``resample_every``: redraw the collocation points (RAD where the points ask for it)
+    every this many steps, keeping the memory (the first pair on a new batch is not a
+    curvature pair); ``None``: one batch for the whole stage.
+    """
+
+    max_linesearch_steps: int = 30
+    gtol: float = 0.0
+    resample_every: int | None = None
+
+    full_batch = True
+    supports_mixed = True
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        check_int(name, "max_linesearch_steps", self.max_linesearch_steps, minimum=1)
+        check_positive(name, "gtol", self.gtol, allow_zero=True)
+        if self.resample_every is not None:
+            check_int(name, "resample_every", self.resample_every, minimum=1)
+
+    def direction(self) -> optax.GradientTransformation:
+        """The direction's transformation: ``update(g, state, params) -> (d, state)``;
+        its state has ``count`` (steps) and ``fresh`` (the next pair is not a pair)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define direction()")
+
+    def init(self, params: Any, total_steps: int) -> tuple:
+        flat = ravel_pytree(params)[0]
+        zero = jnp.zeros((), flat.dtype)
+        return (self.direction().init(params),
+                LineState(jnp.asarray(jnp.inf, flat.dtype), jnp.zeros_like(flat), zero,
+                          jnp.zeros((), jnp.int32)))
+
+    def step(self, spec: Any, weighted: Any) -> Any:
+        from .steps import line_search_step
+
+        return line_search_step(spec, weighted)
+
+    def rate(self, state: Any, n: jax.Array, total_steps: int) -> jax.Array:
+        return state["opt"][1].step  # the step length the last line search took
+
+    def line_step(self, f: Any, params: Any, state: tuple) -> tuple:
+        """One step on the loss ``f`` with a single call site of its value and gradient: the
+        direction from the stored gradient, then :func:`wolfe_search`. Where nothing is
+        stored (the stage's start, a new batch, a restart) the step only evaluates ``f`` at
+        ``params``: it takes no step and is not a stall.
+
+        Returns ``(value, grad_norm, new_params, moved, new_state, fresh)``: the value and
+        gradient norm at ``params``, and whether they were unknown (``fresh``)."""
+        memory, line = state
+        x, unravel = ravel_pytree(params)
+        f0, g0 = jnp.asarray(line.value, x.dtype), line.grad
+        fresh = ~jnp.isfinite(f0)
+        direction = self.direction()
+        d_tree, memory = jax.lax.cond(
+            fresh, lambda: (jax.tree.map(jnp.zeros_like, params), memory),
+            lambda: direction.update(unravel(g0), memory, params))
+        d = ravel_pytree(d_tree)[0]
+        value_and_grad = jax.value_and_grad(lambda z: f(unravel(z)))
+        alpha, f1, g1, moved, trials = wolfe_search(
+            value_and_grad, x, f0, g0, d, fresh, self.max_linesearch_steps)
+        step = jnp.where(moved, alpha, 0.0) * d
+        line = LineState(f1, g1, jnp.asarray(alpha, line.step.dtype),
+                         jnp.asarray(trials, jnp.int32))
+        value = jnp.where(fresh, f1, f0)
+        gnorm = jnp.linalg.norm(jnp.where(fresh, g1, g0))
+        return value, gnorm, unravel(x + step), moved, (memory, line), fresh
+
+    def value(self, state: tuple) -> jax.Array:
+        """The loss at the current point (infinite: not known)."""
+        return state[1].value
+
+    def fresh_memory(self, state: tuple) -> jax.Array:
+        """Whether the memory is fresh (at most one step since (re)start): a stall then ends
+        the stage; a stall with an older memory restarts it."""
+        return state[0].count <= 1
+
+    def resample_due(self, state: tuple) -> jax.Array:
+        """Whether this step starts on a new batch (every ``resample_every`` steps)."""
+        memory = state[0]
+        # not again before a step is taken on the new batch (a step that only evaluates
+        # the loss there does not count)
+        return (memory.count > 0) & (memory.count % self.resample_every == 0) & ~memory.fresh
+
+    def refresh(self, state: tuple) -> tuple:
+        """The state for a new batch (or a float32 stage going on in float64): the memory
+        kept, the stored loss dropped (recomputed) and the pair that would straddle the two
+        not taken as a curvature pair."""
+        memory, line = state
+        return (memory._replace(fresh=jnp.asarray(True)),
+                line._replace(value=jnp.asarray(jnp.inf, line.value.dtype)))
+
+
+@register("optimizer")
+@dataclass(frozen=True)
+class LBFGS(LineSearch):
+    """L-BFGS (:func:`scale_by_lbfgs`, the last ``memory`` curvature pairs) with the strong-
+    Wolfe line search, run full batch (see :class:`LineSearch`).
+
+    Args:
+        memory: number of curvature pairs kept.
+        max_linesearch_steps: line-search evaluations per step.
+        gtol: stop when the gradient norm of the weighted loss is at most this.
+        resample_every: redraw the points every this many steps (``None``: never).
+    """
+
+    memory: int = 20
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int("LBFGS", "memory", self.memory, minimum=1)
+
+    def direction(self) -> optax.GradientTransformation:
+        return scale_by_lbfgs(self.memory)
+
+
+@register("optimizer")
+@dataclass(frozen=True)
+class SSBroyden(LineSearch):
     """Self-scaled Broyden quasi-Newton (dense inverse Hessian), run full batch.
 
     The method of Urbán et al. (2025) and Kiyani et al. (2025) that takes PINNs in float64
-    to errors of 1e-6-1e-8 where Adam and L-BFGS stall near 1e-4. Like :class:`LBFGS` it
-    runs its stage unless converged (gradient norm at most ``gtol``) or stalled (the line
-    search finds no decrease); a non-finite line search ends the stage with a warning.
+    to errors of 1e-6-1e-8 where Adam and L-BFGS stall near 1e-4; a stage as
+    :class:`LineSearch` describes.
 
     Args:
         method: ``"ssbroyden"`` (Al-Baali's wide-interval choice of ``θ``, ``τ``),
@@ -291,113 +543,40 @@ class SSBroyden:
         resample_every: redraw the collocation points (RAD when the points ask for it)
             every this many steps, keeping ``H`` (the first pair on a new batch is not
             used as a curvature pair). ``None``: one batch for the whole stage.
-        max_linesearch_steps: zoom (strong-Wolfe) line-search iterations per step.
+        max_linesearch_steps: line-search evaluations per step.
         gtol: stop when the gradient norm of the weighted loss is at most this.
         max_params: refuse networks with more parameters than this (``H`` is dense).
     """
 
     method: Method = "ssbroyden"
-    resample_every: int | None = None
-    max_linesearch_steps: int = 30
-    gtol: float = 0.0
     max_params: int = 20_000
 
-    full_batch = True
-    line_search = True  # the update takes the loss function (value_fn)
-    prefers_float64 = True  # precision "auto" (the default) ends the stage in float64
-    supports_mixed = True  # ... after starting it in float32 (Stage precision "mixed")
+    prefers_float64 = True  # precision "auto" (the default) ends the stage in float64 ...
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         name = type(self).__name__
         if self.method not in ("ssbroyden", "ssbfgs", "bfgs"):
             raise ValueError(
                 f"{name}: method must be 'ssbroyden', 'ssbfgs' or 'bfgs', got {self.method!r}.")
-        _check_int(name, "max_linesearch_steps", self.max_linesearch_steps, minimum=1)
-        _check_int(name, "max_params", self.max_params, minimum=1)
-        if self.resample_every is not None:
-            _check_int(name, "resample_every", self.resample_every, minimum=1)
-        _check_positive(name, "gtol", self.gtol, allow_zero=True)
+        check_int(name, "max_params", self.max_params, minimum=1)
 
-    def make(self, total_steps: int) -> optax.GradientTransformationExtraArgs:
-        """The direction, then optax's zoom line search (it stores ``value`` and ``grad``)."""
-        del total_steps
-        linesearch = optax.scale_by_zoom_linesearch(
-            max_linesearch_steps=self.max_linesearch_steps, initial_guess_strategy="one")
-        inner = optax.chain(scale_by_self_scaled_broyden(self.method), linesearch)
-        max_params = self.max_params
-        name = type(self).__name__
+    def direction(self) -> optax.GradientTransformation:
+        return scale_by_self_scaled_broyden(self.method)
 
-        def init(params):
-            n = ravel_pytree(params)[0].size
-            if n > max_params:
-                raise ValueError(
-                    f"{name}: the network has {n} parameters; its dense inverse Hessian "
-                    f"({n}² entries) is refused above max_params={max_params}: use a "
-                    "smaller network or LBFGS for this stage.")
-            return inner.init(params)
-
-        return optax.GradientTransformationExtraArgs(init, inner.update)
-
-    def line_step(self, f: Any, params: Any, opt_state: Any) -> tuple[Any, ...]:
-        """One step of the training core (:mod:`pinn.train.core`) on the loss ``f`` with a
-        single call site of ``f``'s value and gradient (:func:`wolfe_search`), on the state
-        of :meth:`make`: the direction ``-H g`` from the stored value and gradient, then the
-        line search. Where none is stored (the stage's start, a new batch, a restart) the
-        step only evaluates ``f`` at ``params``: it takes no step and is not a stall.
-
-        Returns ``(value, grad_norm, new_params, updates, new_state, fresh)``: the value and
-        gradient norm at ``params``, and whether they were unknown (``fresh``)."""
-        qn, ls = opt_state[0], opt_state[1]
-        x, unravel = ravel_pytree(params)
-        g0 = ravel_pytree(ls.grad)[0]
-        f0 = jnp.asarray(ls.value, x.dtype)
-        fresh = ~jnp.isfinite(f0)
-        direction = scale_by_self_scaled_broyden(self.method)
-        d_tree, qn = jax.lax.cond(
-            fresh, lambda: (jax.tree.map(jnp.zeros_like, params), qn),
-            lambda: direction.update(unravel(g0), qn, params))
-        d = ravel_pytree(d_tree)[0]
-        value_and_grad = jax.value_and_grad(lambda z: f(unravel(z)))
-        alpha, f1, g1, moved, trials = wolfe_search(
-            value_and_grad, x, f0, g0, d, fresh, self.max_linesearch_steps)
-        step = jnp.where(moved, alpha, 0.0) * d
-        ls = ls._replace(learning_rate=jnp.asarray(alpha, jnp.result_type(ls.learning_rate)),
-                         value=jnp.asarray(f1, jnp.result_type(ls.value)), grad=unravel(g1),
-                         info=ls.info._replace(num_linesearch_steps=jnp.asarray(
-                             trials, jnp.result_type(ls.info.num_linesearch_steps))))
-        value = jnp.where(fresh, f1, f0)
-        gnorm = jnp.linalg.norm(jnp.where(fresh, g1, g0))
-        return (value, gnorm, unravel(x + step), unravel(step), (qn, ls, *opt_state[2:]),
-                fresh)
-
-    def fresh_memory(self, opt_state: Any) -> jax.Array:
-        """Whether ``H`` is fresh (at most one step since (re)start): a stall then ends the
-        stage; a stall with an older ``H`` restarts it from the identity."""
-        return opt_state[0].count <= 1
-
-    def resample_due(self, opt_state: Any) -> jax.Array:
-        """Whether this step starts on a new batch (every ``resample_every`` steps)."""
-        count = opt_state[0].count
-        # not again before a step is taken on the new batch (a step that only evaluates
-        # the loss there does not count)
-        return (count > 0) & (count % self.resample_every == 0) & ~opt_state[0].fresh
-
-    def refresh(self, opt_state: Any) -> Any:
-        """The state for a new batch: keep ``H``, drop the stored loss (recomputed) and the
-        pair that would straddle two batches."""
-        opt_state = optax.tree.set(opt_state, value=jnp.asarray(jnp.inf, _value_dtype(
-            opt_state)))
-        direction, rest = opt_state[0], opt_state[1:]
-        return (direction._replace(fresh=jnp.asarray(True)), *rest)
+    def init(self, params: Any, total_steps: int) -> tuple:
+        n = ravel_pytree(params)[0].size
+        if n > self.max_params:
+            raise ValueError(
+                f"{type(self).__name__}: the network has {n} parameters; its dense inverse "
+                f"Hessian ({n}² entries) is refused above max_params={self.max_params}: use "
+                "a smaller network or LBFGS for this stage.")
+        return super().init(params, total_steps)
 
 
+@register("optimizer")
 @dataclass(frozen=True)
 class SSBFGS(SSBroyden):
     """Self-scaled BFGS (:class:`SSBroyden` with ``method="ssbfgs"``)."""
 
     method: Method = "ssbfgs"
-
-
-def _value_dtype(opt_state: Any) -> Any:
-    value = optax.tree.get(opt_state, "value")
-    return jnp.result_type(value)

@@ -27,7 +27,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .optim import Adam, _check_int, _check_positive, _pde_mask
+from pinn.data import register
+
+from .optim import Adam, _pde_mask, check_int, check_positive
 
 __all__ = ["soap", "SOAPState", "SOAP"]
 
@@ -187,6 +189,7 @@ def soap(
     return optax.GradientTransformation(init, update)
 
 
+@register("optimizer")
 @dataclass(frozen=True)
 class SOAP(Adam):
     """SOAP (:func:`soap`) as a stage optimiser: :class:`~pinn.train.Adam`'s schedule
@@ -210,9 +213,9 @@ class SOAP(Adam):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("SOAP", "weight_decay", self.weight_decay, allow_zero=True)
-        _check_int("SOAP", "precondition_frequency", self.precondition_frequency, minimum=1)
-        _check_int("SOAP", "max_precond_dim", self.max_precond_dim, minimum=1)
+        check_positive("SOAP", "weight_decay", self.weight_decay, allow_zero=True)
+        check_int("SOAP", "precondition_frequency", self.precondition_frequency, minimum=1)
+        check_int("SOAP", "max_precond_dim", self.max_precond_dim, minimum=1)
         beta = self.shampoo_beta
         if beta is not None and not (isinstance(beta, (int, float)) and 0 <= beta < 1):
             raise ValueError(f"SOAP: shampoo_beta must lie in [0, 1) or be None, got {beta!r}.")

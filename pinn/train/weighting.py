@@ -26,14 +26,15 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 
+from pinn.data import register
+
 __all__ = ["Fixed", "GradNorm", "Annealing", "Causal", "RBA", "VRBA", "causal_weights",
-           "causal_loss", "Weighting", "with_term_weights", "with_residual_terms",
-           "MULTIPLIERS", "with_multipliers"]
+           "causal_loss", "Weighting", "MULTIPLIERS", "with_multipliers"]
 
 TermsFn = Callable[[Any, Any], Any]
 
@@ -51,28 +52,41 @@ def _merge(given: Mapping[str, float] | None, terms: Mapping[str, float], who: s
     return {**{n: float(v) for n, v in terms.items()}, **given}
 
 
-def with_term_weights(weighting: Any, terms: Mapping[str, float]) -> Any:
-    """``weighting`` starting from the loss terms' own weights (each condition's
-    ``weight:``); a weighting's explicit weights win. A weighting that cannot take them
-    (no ``with_term_weights`` method) is returned as is, with a warning if any weight is
-    not 1, since those weights would be silently lost."""
-    method = getattr(weighting, "with_term_weights", None)
-    if method is not None:
-        return method(terms)
-    ignored = {n: w for n, w in terms.items() if float(w) != 1.0}
-    if ignored:
-        warnings.warn(f"{type(weighting).__name__} has no with_term_weights(), so the terms' "
-                      f"own weights {ignored} are ignored; put them in the weighting",
-                      stacklevel=3)
-    return weighting
+class Weighting:
+    r"""The protocol of a weighting: :meth:`init` and :meth:`update`, pure, run inside the
+    jitted loop. ``pointwise`` (a class variable): the state holds a multiplier per
+    collocation point (``init`` gets the first batch; a full-batch stage :meth:`refit`\ s
+    them to its batch instead of updating them)."""
 
+    pointwise: ClassVar[bool] = False
 
-def with_residual_terms(weighting: Any, names: Sequence[str]) -> Any:
-    """``weighting`` told which terms are the equations' residuals (a balancing weighting
-    holds those fixed and weighs the others against them); one without a
-    ``with_residual_terms`` method is returned as is."""
-    method = getattr(weighting, "with_residual_terms", None)
-    return weighting if method is None else method(names)
+    def init(self, names: Sequence[str], dtype: Any = jnp.float32, *, batch: Any = None
+             ) -> dict:
+        """The state: at least ``{"weights": {name: scalar}}`` for the terms ``names``."""
+        raise NotImplementedError(f"{type(self).__name__} does not define init()")
+
+    def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
+        """The next state (every step of a first-order stage)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define update()")
+
+    def with_term_weights(self, terms: Mapping[str, float]) -> Weighting:
+        """This weighting starting from the loss terms' own weights (each condition's
+        ``weight:``); its explicit weights win. One that cannot take them returns itself,
+        with a warning if any weight is not 1 (they would be silently lost)."""
+        ignored = {n: w for n, w in terms.items() if float(w) != 1.0}
+        if ignored:
+            warnings.warn(f"{type(self).__name__} does not take the terms' own weights, so "
+                          f"{ignored} are ignored; put them in the weighting", stacklevel=3)
+        return self
+
+    def with_residual_terms(self, names: Sequence[str]) -> Weighting:
+        """This weighting told which terms are the equations' residuals (a balancing one
+        holds those fixed and weighs the others against them)."""
+        return self
+
+    def refit(self, state: dict, batch: Any) -> dict:
+        """The state for ``batch`` in a full-batch stage (pointwise weightings)."""
+        return state
 
 
 def _terms_only(out: Any) -> dict:
@@ -80,13 +94,15 @@ def _terms_only(out: Any) -> dict:
     return out[0] if isinstance(out, tuple) else out
 
 
+@register("weighting")
 @dataclass(frozen=True)
-class Fixed:
+class Fixed(Weighting):
     """Constant weights: ``weights`` maps term names to weights; missing names get 1."""
 
     weights: Mapping[str, float] | None = None
 
-    def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
+    def init(self, names: Sequence[str], dtype: Any = jnp.float32, *, batch: Any = None
+             ) -> dict:
         """The state: one weight per term (the given ones, else 1)."""
         given = dict(self.weights or {})
         unknown = sorted(set(given) - set(names))
@@ -125,11 +141,6 @@ def term_gradients(terms_fn: TermsFn, params: Any, batch: Any, names: Sequence[s
                             for leaf in jax.tree.leaves(jac)], axis=1)
 
 
-def term_gradient_norms(terms_fn: TermsFn, params: Any, batch: Any, names: Sequence[str]):
-    """Norms ``|grad_params L_i|`` of every term, in the order of ``names`` (one batched VJP)."""
-    return jnp.linalg.norm(term_gradients(terms_fn, params, batch, names), axis=1)
-
-
 def _check_bounds(owner: str, bounds: Any) -> tuple[float, float]:
     ok = isinstance(bounds, (tuple, list)) and len(bounds) == 2 and all(
         isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
@@ -139,8 +150,9 @@ def _check_bounds(owner: str, bounds: Any) -> tuple[float, float]:
     return float(bounds[0]), float(bounds[1])
 
 
+@register("weighting")
 @dataclass(frozen=True)
-class GradNorm:
+class GradNorm(Weighting):
     """Gradient-norm balancing (learning-rate annealing), every ``every`` steps, smoothed
     and bounded.
 
@@ -183,7 +195,8 @@ class GradNorm:
                                  f"{self.residual!r}.")
             object.__setattr__(self, "residual", tuple(self.residual))
 
-    def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
+    def init(self, names: Sequence[str], dtype: Any = jnp.float32, *, batch: Any = None
+             ) -> dict:
         """The state: the ``initial`` weights (else 1) per term."""
         if self.residual is not None:
             unknown = sorted(set(self.residual) - set(names))
@@ -236,6 +249,7 @@ class GradNorm:
         )
 
 
+@register("weighting")
 @dataclass(frozen=True)
 class Annealing(GradNorm):
     """Learning-rate annealing (Wang, Teng & Perdikaris 2021, their algorithm 1): each
@@ -295,8 +309,9 @@ def causal_loss(
     return jnp.mean(weights * losses), weights
 
 
+@register("weighting")
 @dataclass(frozen=True)
-class Causal:
+class Causal(Weighting):
     """Causal weighting over ``chunks`` time slabs with tolerance ``eps``.
 
     The loss assembly reads ``eps`` and ``chunks`` and applies :func:`causal_loss` to the
@@ -314,17 +329,18 @@ class Causal:
         if not isinstance(self.chunks, int) or isinstance(self.chunks, bool) or self.chunks < 1:
             raise ValueError(f"Causal: chunks must be an integer >= 1, got {self.chunks!r}.")
 
-    def init(self, names: Sequence[str], dtype: Any = jnp.float32) -> dict:
+    def init(self, names: Sequence[str], dtype: Any = jnp.float32, *, batch: Any = None
+             ) -> dict:
         """The state of the ``base`` weighting (default ``Fixed()``)."""
         return (self.base or Fixed()).init(names, dtype)
 
     def with_term_weights(self, terms: Mapping[str, float]) -> Causal:
         """The ``base`` weighting started from the terms' own weights."""
-        return replace(self, base=with_term_weights(self.base or Fixed(), terms))
+        return replace(self, base=(self.base or Fixed()).with_term_weights(terms))
 
     def with_residual_terms(self, names: Sequence[str]) -> Causal:
         """The ``base`` weighting told which terms are the residuals."""
-        return replace(self, base=with_residual_terms(self.base or Fixed(), names))
+        return replace(self, base=(self.base or Fixed()).with_residual_terms(names))
 
     def update(self, state: dict, *, params: Any, batch: Any, terms_fn: TermsFn, step: Any):
         """The ``base`` weighting's update (the causal weights are computed inside the loss)."""
@@ -360,8 +376,9 @@ def _check_number(owner: str, name: str, value: Any, lo: float, hi: float | None
     return float(value)
 
 
+@register("weighting")
 @dataclass(frozen=True)
-class RBA:
+class RBA(Weighting):
     """Residual-based attention (Anagnostopoulos, Toscano, Stergiopulos & Karniadakis 2024,
     soanagno/rba-pinns): one multiplier per collocation point of each equation,
 
@@ -396,7 +413,7 @@ class RBA:
     weights: Mapping[str, float] | None = None
     residual: Sequence[str] | None = None
 
-    pointwise = True  # the state holds per-point multipliers (init takes the first batch)
+    pointwise = True
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -477,6 +494,7 @@ class RBA:
         return {**state, "multipliers": lam}
 
 
+@register("weighting")
 @dataclass(frozen=True)
 class VRBA(RBA):
     """Variational residual-based attention (Toscano et al. 2025, jdtoscano94/vRBA), with
@@ -525,5 +543,3 @@ def equation_residuals(terms_fn: TermsFn, owner: str) -> Callable:
                          "point); use a loss built by pinn.train.loss.assemble (pinn.setup).")
     return fn
 
-
-Weighting = Fixed | GradNorm | Annealing | Causal | RBA | VRBA

@@ -1,0 +1,172 @@
+"""The problem's network: the field network of a :class:`~pinn.Problem` with its hard
+conditions built in, as training, :class:`~pinn.Solution` and the exports all see it.
+
+- :func:`build_network`: the raw network of a model spec (or a user's ``nnx.Module``) for a
+  problem, split into ``(apply, params)``; a hard periodic condition is its input embedding;
+- :func:`hard_transforms`: the output transforms of the hard Dirichlet and initial
+  conditions around a raw ``apply`` (each condition's ``hard_outputs``);
+- :func:`periodic_embedding`: ``{input index: period}`` of the hard periodic conditions;
+- :func:`field_apply`: the network of a trained solution, whole or piecewise in time
+  windows (:mod:`pinn.marching`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from pinn import conditions as C
+from pinn import marching
+from pinn.dsl import expr as E
+from pinn.dsl.evaluate import evaluate_on_points
+
+__all__ = ["build_network", "hard_transforms", "periodic_embedding", "field_apply",
+           "namespace_of"]
+
+
+def build_network(problem, model, seed: int):
+    """Build ``model`` for ``problem``; returns ``(apply, net_params)`` (the raw network:
+    :func:`hard_transforms` builds the hard conditions around it).
+
+    ``model``: a network spec (``pinn.MLP(...)``: its ``build`` gets the dimensions, the
+    domain bounds, the hard periodic embedding and, where a field is declared on a subset
+    of the coordinates, each field's input columns), a ``flax.nnx.Module`` mapping points
+    ``[N, d]`` (the problem's coordinates in order, unscaled) to ``[N, n_fields]``, or a
+    function ``key -> module`` (initialised from the run's seed)."""
+    from pinn.nets import ModelSpec, split
+    from pinn.nets._split import split_user, user_module
+
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
+    periodic = periodic_embedding(problem) or None
+    # the inputs: the coordinates, then a parametric problem's ranged parameters
+    d_in, d_out = len(problem.inputs), len(problem.fields)
+    if isinstance(model, ModelSpec):
+        # a field on a subset of the coordinates: its own sub-network of those inputs
+        subset = any(f.coords is not None for f in problem.fields)
+        kw = {"inputs": problem.field_inputs} if subset else {}
+        module = model.build(d_in, d_out, key=key, bounds=problem.input_box,
+                             periodic=periodic, **kw)
+        return split(module)
+    module = user_module(model, key)
+    subset = [f"{f.name}({', '.join(f.coords)})" for f in problem.fields if f.coords]
+    if subset:
+        raise ValueError(
+            f"fields {', '.join(subset)} depend on a subset of the coordinates: only pinn's "
+            f"network specs (pinn.MLP(...), ...) build that in; your {type(module).__name__} "
+            "would see every input. Use a spec, or declare the fields on all coordinates")
+    if periodic:
+        names = ", ".join(n for n, c in problem.conditions.items() if c.periodic_inputs(
+            problem, n))
+        raise ValueError(
+            f"conditions {names}: a hard periodic condition is an input embedding that only "
+            f"pinn's network specs build in; with your own {type(module).__name__} make it "
+            "soft (hard=False) or use a spec such as pinn.MLP(...)")
+    return split_user(module, d_in, d_out, jnp.zeros(()).dtype,
+                      ", ".join(c.name for c in problem.inputs))
+
+
+def periodic_embedding(problem) -> dict[int, float]:
+    """``{input index: period}`` for hard periodic conditions (opposite faces of a box)."""
+    out: dict[int, float] = {}
+    for name, c in problem.conditions.items():
+        out.update(c.periodic_inputs(problem, name))
+    return out
+
+
+def _hard_outputs(problem) -> tuple[dict, dict]:
+    """``({field index: (distance, value)}, {field index: (value, rate)})``: the hard
+    Dirichlet and initial conditions, by the field they constrain."""
+    from pinn.nets import box_distance
+
+    fidx = {f: i for i, f in enumerate(problem.fields)}
+    dirichlet: dict[int, tuple] = {}
+    initial: dict[int, tuple] = {}
+    for name, c in problem.conditions.items():
+        for h in c.hard_outputs(problem, name):
+            C.check_hard_subset(problem, name, h)
+            j = fidx[h.field]
+            if h.kind == "initial":
+                initial[j] = (h.value, h.rate)
+                continue
+            if j in dirichlet:
+                raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
+                                 "Dirichlet condition; merge them into one")
+            if h.parts is None:  # a box: the product of its walls' distances
+                dist = box_distance(*problem.input_box, walls=list(h.walls))
+            else:  # any other shape: its approximate distance function
+                from pinn.geometry.adf import boundary_distance
+
+                dist = boundary_distance(problem.space, h.parts)
+            dirichlet[j] = (dist, h.value)
+    return dirichlet, initial
+
+
+def hard_transforms(problem, apply, *, time_span: bool = True):
+    """``apply`` wrapped so that the hard conditions (each condition's ``hard_outputs``)
+    hold exactly.
+
+    ``time_span``: hard initial values scale the network by ``(t - t0)/(t1 - t0)``
+    (False: by ``t - t0``, as solutions saved in format 1 were trained)."""
+    from pinn.nets import hard_dirichlet, hard_dirichlet_initial, hard_initial
+
+    dirichlet, initial = _hard_outputs(problem)
+    if not dirichlet and not initial:
+        return apply
+    t0 = problem.time.t0 if problem.is_evolution else 0.0
+    # the network's factor (t - t0)/span runs over [0, 1] whatever the time scale
+    span = (float(problem.time.t1 - problem.time.t0) if problem.is_evolution and time_span
+            else 1.0)
+    ti = problem.time_index if problem.is_evolution else -1
+
+    def value(e):  # a function of the network's inputs (the ranged parameters pass through)
+        def fn(x):
+            return evaluate_on_points(e, problem.inputs, x, spatial=problem.spatial
+                                      ).astype(x.dtype)
+
+        return fn
+
+    out = apply
+    for j in sorted(set(dirichlet) | set(initial)):
+        if j in dirichlet and j in initial:
+            (dist, g), (u0, rate) = dirichlet[j], initial[j]
+            if rate is not None:
+                raise ValueError("hard initial conditions with a rate cannot be combined with "
+                                 "hard Dirichlet conditions on the same field; make one soft")
+            out = hard_dirichlet_initial(out, dist, value(g), value(u0), t_index=ti, t0=t0,
+                                         span=span, outputs=[j])
+        elif j in dirichlet:
+            dist, g = dirichlet[j]
+            out = hard_dirichlet(out, dist, value(g), outputs=[j])
+        else:
+            u0, rate = initial[j]
+            out = hard_initial(out, value(u0), t_index=ti, t0=t0, span=span,
+                               rate_fn=None if rate is None else value(rate), outputs=[j])
+    return out
+
+
+def field_apply(problem, model, seed: int, *, windows: Sequence[float] | None = None,
+                time_span: bool = True):
+    """``apply(net_params, x[N, d]) -> [N, n_fields]`` of a trained solution: the network
+    of ``model`` with the hard conditions (:func:`hard_transforms`), or, trained in time
+    windows (the edges ``windows``), one such network per window, piecewise in time
+    (:func:`pinn.marching.piecewise_apply`; ``net_params`` by :func:`~pinn.marching.
+    window_key`)."""
+    if windows is None:
+        raw, _ = build_network(problem, model, seed)
+        return hard_transforms(problem, raw, time_span=time_span)
+    applies = []
+    for k in range(len(windows) - 1):
+        pk = marching.window_problem(problem, k, windows)
+        raw, _ = build_network(pk, model, seed)
+        applies.append(hard_transforms(pk, raw))
+    return marching.piecewise_apply(applies, windows, problem.time_index)
+
+
+def namespace_of(problem) -> dict[str, E.Expr]:
+    """The names a string expression about ``problem`` may use."""
+    ns: dict[str, E.Expr] = {c.name: c for c in problem.coords}
+    ns.update({f.name: f for f in problem.fields})
+    ns.update({p.name: p for p in problem.params})
+    return ns
