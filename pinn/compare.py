@@ -189,22 +189,12 @@ def matched_verdict(study, error: float, seconds: float) -> dict:
             "sentences": [said_acc, said_tim]}
 
 
-def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mapping[str, dict],
-                             *, resolution=None, snapshots: int = 3,
-                             runs: Mapping[str, Path] | None = None) -> str:
-    """``pinn compare``'s report: the PINN beside the FEM of ``study`` (a
-    :class:`pinn.fem.study.Study`) at equal accuracy and at equal time, the whole
-    refinement sequence, the Pareto plot (``pareto.png``: error against wall time), error
-    maps, ``compare.md`` / ``.html`` / ``.json`` and ``study.json``. ``fem_preds``: the
-    matched levels' values on the evaluation grid, by their table labels; ``runs``: more
-    finished run folders shown as rows. Returns the Markdown table."""
+def _matched_rows(verdict: dict, pinn_run: Path, m: dict, err: float, secs: float,
+                  runs: Mapping[str, Path] | None) -> list:
+    """The rows of ``pinn compare``'s table: the PINN, the FEM at equal accuracy and at equal
+    time (how much sooner, how much more accurate), then ``runs``."""
     from pinn.fem.study import worst
 
-    out_dir = Path(out_dir)
-    pinn_run = Path(pinn_run)
-    m = json.loads((pinn_run / "metrics.json").read_text())
-    err, secs = worst(m.get("rel_l2")), float(m.get("wall_seconds") or math.nan)
-    verdict = matched_verdict(study, err, secs)
     rows = [comparison_rows({"PINN": pinn_run})[0][:3] + (_fmt(secs, ".3g"),
             f"{m.get('n_params')} params", "–")]
     for key, what in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time")):
@@ -225,10 +215,14 @@ def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mappi
                      _fmt(lv["seconds"], ".3g"), f"{lv['dofs']} dofs", vs))
     for row in comparison_rows(runs) if runs else []:
         rows.append(row[:4] + (row[5], "–"))
-    table = markdown_table(MATCHED_HEADER, rows)
-    name = getattr(problem, "name", "problem")
-    plots.table_figure(MATCHED_HEADER, rows, out_dir / "compare.png",
-                       title=f"{name}: PINN vs FEM at equal accuracy and equal time")
+    return rows
+
+
+def _matched_pareto(path: Path, pinn_run: Path, study, verdict: dict, name: str) -> None:
+    """The Pareto plot: the PINN's training history and each element's refinement sequence
+    (error against wall time), the matched levels marked, the coarser time steps as points."""
+    from pinn.fem.study import worst
+
     curves = {"PINN (training history)": pinn_curve(pinn_run)}
     for element, seq in study.by_element().items():
         curves[f"FEM {element}"] = ([lv.seconds for lv in seq], [lv.error for lv in seq])
@@ -239,16 +233,14 @@ def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mappi
     points = ({"FEM, 4x and 16x the time step": ([lv.seconds for lv in coarse],
                                                  [lv.error for lv in coarse])}
               if coarse else {})
-    plots.pareto_figure(curves, out_dir / "pareto.png", marks=marks, points=points,
+    plots.pareto_figure(curves, path, marks=marks, points=points,
                         title=f"{name}: error against wall time")
-    grid = ev.evaluation_grid(problem, resolution)
-    truth = ev.truth(problem, grid.points)
-    preds = {"PINN": f} if (f := _predictions(pinn_run, problem, grid)) is not None else {}
-    preds.update(fem_preds)
-    for label, run in (runs or {}).items():
-        if (f := _predictions(run, problem, grid)) is not None:
-            preds[label] = f
-    images = _error_maps(out_dir, problem, grid, truth, preds, snapshots)
+
+
+def _matched_markdown(name: str, grid, truth, verdict: dict, table: str, study, images,
+                      pinn_run: Path) -> str:
+    """``compare.md``: the verdict, the table, the Pareto plot, the refinement sequence and
+    the error maps."""
     seq_rows = [(lv.element, str(lv.cells), str(lv.dofs), _fmt(lv.dt, ".3g"),
                  _fmt(lv.seconds, ".3g"), _fmt(lv.error)) for lv in study.levels]
     against = "truth" if truth is None else truth.label
@@ -267,7 +259,41 @@ def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mappi
     for caption, fname in images:
         lines += [f"## {caption}", "", f"![{caption}]({fname})", ""]
     lines += [f"PINN run: `{pinn_run}`", ""]
-    write_text(out_dir / "compare.md", "\n".join(lines))
+    return "\n".join(lines)
+
+
+def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mapping[str, dict],
+                             *, resolution=None, snapshots: int = 3,
+                             runs: Mapping[str, Path] | None = None) -> str:
+    """``pinn compare``'s report: the PINN beside the FEM of ``study`` (a
+    :class:`pinn.fem.study.Study`) at equal accuracy and at equal time, the whole
+    refinement sequence, the Pareto plot (``pareto.png``: error against wall time), error
+    maps, ``compare.md`` / ``.html`` / ``.json`` and ``study.json``. ``fem_preds``: the
+    matched levels' values on the evaluation grid, by their table labels; ``runs``: more
+    finished run folders shown as rows. Returns the Markdown table."""
+    from pinn.fem.study import worst
+
+    out_dir = Path(out_dir)
+    pinn_run = Path(pinn_run)
+    m = json.loads((pinn_run / "metrics.json").read_text())
+    err, secs = worst(m.get("rel_l2")), float(m.get("wall_seconds") or math.nan)
+    verdict = matched_verdict(study, err, secs)
+    rows = _matched_rows(verdict, pinn_run, m, err, secs, runs)
+    table = markdown_table(MATCHED_HEADER, rows)
+    name = getattr(problem, "name", "problem")
+    plots.table_figure(MATCHED_HEADER, rows, out_dir / "compare.png",
+                       title=f"{name}: PINN vs FEM at equal accuracy and equal time")
+    _matched_pareto(out_dir / "pareto.png", pinn_run, study, verdict, name)
+    grid = ev.evaluation_grid(problem, resolution)
+    truth = ev.truth(problem, grid.points)
+    preds = {"PINN": f} if (f := _predictions(pinn_run, problem, grid)) is not None else {}
+    preds.update(fem_preds)
+    for label, run in (runs or {}).items():
+        if (f := _predictions(run, problem, grid)) is not None:
+            preds[label] = f
+    images = _error_maps(out_dir, problem, grid, truth, preds, snapshots)
+    write_text(out_dir / "compare.md",
+               _matched_markdown(name, grid, truth, verdict, table, study, images, pinn_run))
     write_html(out_dir, "compare.md", "compare.html")
     write_json(out_dir / "study.json", study.to_data())
     write_json(out_dir / "compare.json", {"header": list(MATCHED_HEADER), "rows": rows,

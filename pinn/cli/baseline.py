@@ -91,6 +91,68 @@ def fem(
     return EXIT_OK
 
 
+def _compare_elements(built, elements: str, max_level_seconds: float | None) -> list[str]:
+    """The elements of ``--elements``, once the options and the problem suit ``pinn compare``
+    (a truth to measure against, one parameter value, a problem the FEM baseline solves)."""
+    from pinn import evaluate as ev
+    from pinn import fem as F
+
+    chosen = [e.strip().upper() for e in elements.split(",") if e.strip()]
+    bad = [e for e in chosen if e not in ("P1", "P2", "P3", "P4")]
+    if bad or not chosen:
+        raise UserError(f"--elements {elements!r}: use P1, P2, P3 or P4, comma-separated "
+                        "(e.g. --elements P2,P3)")
+    if max_level_seconds is not None and not max_level_seconds > 0:
+        raise UserError(f"--max-level-seconds must be > 0, got {max_level_seconds}")
+    if not ev.has_truth(built.problem):
+        raise UserError(f"{built.name}: pinn compare measures both methods against the truth; "
+                        "give the problem an exact solution (exact:) or a reference "
+                        "(reference:)")
+    if built.problem.ranged:
+        first = built.problem.ranged[0]
+        raise UserError(f"{built.name} is parametric: compare one parameter value (e.g. --set "
+                        f"params.{first.name}={first.range[0]}), or see "
+                        "benchmarks/surrogate.py for the many-query comparison")
+    try:
+        F.translate(built.problem, 2)
+    except F.UnsupportedProblem as exc:
+        raise UserError(f"{built.name}: the FEM baseline cannot solve this problem: {exc}"
+                        ) from None
+    return chosen
+
+
+def _compare_pinn_run(file: Path, built, pinn_run: Path | None, out_dir: Path,
+                      set_: list[str] | None, sets_in: list[str], quiet: bool) -> Path:
+    """The PINN run to compare: --pinn's finished run, or one trained now into ``out_dir/pinn``
+    (in its own process, with an evaluation curve unless --set gave training.eval_every)."""
+    sets = [a for item in (set_ or []) for a in ("--set", item)]
+    if pinn_run is None:
+        pinn_run = out_dir / "pinn"
+        if not any(s.split("=", 1)[0].strip() == "training.eval_every" for s in sets_in):
+            total = sum(st.steps for st in built.spec.training.stages)
+            sets += ["--set", f"training.eval_every={max(10, total // 50)}"]  # the curve
+        _out(f"training the PINN -> {pinn_run}", quiet)
+        # its own process, so that its wall time is its own
+        _subcommand(["solve", str(file), "--out", str(pinn_run), *sets,
+                     *(["--quiet"] if quiet else [])], show=not quiet)
+    elif not (pinn_run / "metrics.json").is_file():
+        raise UserError(f"--pinn {pinn_run}: no metrics.json there; give a finished "
+                        "`pinn solve` run folder")
+    return pinn_run
+
+
+def _matched_predictions(study, verdict: dict) -> dict:
+    """The FEM levels the verdict picks (at equal accuracy, at equal time), each once, as
+    {row label: prediction}."""
+    keep: dict = {}
+    for key, what in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time")):
+        lv = verdict[key]
+        key = None if lv is None else (lv["element"], lv["cells"], lv["coarser"])
+        if key is not None and key not in keep:
+            keep[key] = (f"FEM at {what}", study.values[key])
+    return dict(keep.values())
+
+
 @app.command(epilog=_examples(
     "pinn compare problems/heat2d.yaml",
     "pinn compare problems/poisson2d.yaml --pinn runs/poisson2d",
@@ -116,50 +178,15 @@ def compare(
     finer meshes; evolution problems: the time step follows the cell size) and reports the
     cheapest FEM at least as accurate as the PINN and the most accurate FEM within the
     PINN's training time, with a Pareto plot of error against wall time (pareto.png)."""
-    from pinn import fem as F
     from pinn import io
 
     sets_in = _overrides(set_)
     built = _load(file, sets_in)
-    chosen = [e.strip().upper() for e in elements.split(",") if e.strip()]
-    bad = [e for e in chosen if e not in ("P1", "P2", "P3", "P4")]
-    if bad or not chosen:
-        raise UserError(f"--elements {elements!r}: use P1, P2, P3 or P4, comma-separated "
-                        "(e.g. --elements P2,P3)")
-    if max_level_seconds is not None and not max_level_seconds > 0:
-        raise UserError(f"--max-level-seconds must be > 0, got {max_level_seconds}")
-    from pinn import evaluate as ev
-
-    if not ev.has_truth(built.problem):
-        raise UserError(f"{built.name}: pinn compare measures both methods against the truth; "
-                        "give the problem an exact solution (exact:) or a reference "
-                        "(reference:)")
-    if built.problem.ranged:
-        first = built.problem.ranged[0]
-        raise UserError(f"{built.name} is parametric: compare one parameter value (e.g. --set "
-                        f"params.{first.name}={first.range[0]}), or see "
-                        "benchmarks/surrogate.py for the many-query comparison")
-    try:
-        F.translate(built.problem, 2)
-    except F.UnsupportedProblem as exc:
-        raise UserError(f"{built.name}: the FEM baseline cannot solve this problem: {exc}"
-                        ) from None
+    chosen = _compare_elements(built, elements, max_level_seconds)
     _fresh(out, "pinn compare")
     out_dir = _user(io.run_folder, out, built.name, False, "-compare")
     out_dir.mkdir(parents=True, exist_ok=True)
-    sets = [a for item in (set_ or []) for a in ("--set", item)]
-    if pinn_run is None:
-        pinn_run = out_dir / "pinn"
-        if not any(s.split("=", 1)[0].strip() == "training.eval_every" for s in sets_in):
-            total = sum(st.steps for st in built.spec.training.stages)
-            sets += ["--set", f"training.eval_every={max(10, total // 50)}"]  # the curve
-        _out(f"training the PINN -> {pinn_run}", quiet)
-        # its own process, so that its wall time is its own
-        _subcommand(["solve", str(file), "--out", str(pinn_run), *sets,
-                     *(["--quiet"] if quiet else [])], show=not quiet)
-    elif not (pinn_run / "metrics.json").is_file():
-        raise UserError(f"--pinn {pinn_run}: no metrics.json there; give a finished "
-                        "`pinn solve` run folder")
+    pinn_run = _compare_pinn_run(file, built, pinn_run, out_dir, set_, sets_in, quiet)
     import json
 
     from pinn.fem.study import refine, worst
@@ -168,7 +195,6 @@ def compare(
     err, secs = worst(m.get("rel_l2")), float(m.get("wall_seconds") or 0.0)
     _out(f"PINN: rel. L2 {err:.3e} in {secs:.3g} s; refining FEM ({', '.join(chosen)})", quiet)
     res = built.spec.evaluation.resolution
-    keep: dict = {}
 
     def shown(lv):
         _out(f"  FEM {lv.label}: {lv.dofs} dofs, {lv.seconds:.3g} s, rel. L2 {lv.error:.3e}",
@@ -183,12 +209,7 @@ def compare(
     from pinn.compare import matched_verdict, write_matched_comparison
 
     verdict = matched_verdict(study, err, secs)
-    for key, what in (("equal_accuracy", "equal accuracy"), ("equal_time", "equal time")):
-        lv = verdict[key]
-        key = None if lv is None else (lv["element"], lv["cells"], lv["coarser"])
-        if key is not None and key not in keep:
-            keep[key] = (f"FEM at {what}", study.values[key])
-    preds = dict(keep.values())
+    preds = _matched_predictions(study, verdict)
     table = write_matched_comparison(out_dir, built.problem, pinn_run, study, preds,
                                      resolution=res,
                                      snapshots=min(built.spec.evaluation.snapshots, 3),
@@ -198,3 +219,4 @@ def compare(
     _out(table, quiet)
     _out(f"report: {out_dir / 'compare.md'} (Pareto plot: {out_dir / 'pareto.png'})", quiet)
     return EXIT_OK
+

@@ -76,9 +76,10 @@ def _as_coords(cs, what: str) -> tuple[E.Coord, ...]:
     return out
 
 
-def plan_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), spatial=None,
-               inputs=(), collapse: bool = True) -> Plan:
-    """Expand every expression and collect the derivatives they need (no JAX work)."""
+def _plan_coords(exprs: Mapping[str, E.Expr], coords, fields, spatial, inputs):
+    """``(coords, fields, spatial, inputs)`` checked: coordinates, fields, and no coordinate
+    also a per-point input; ``spatial`` by default the coordinates but ``t`` and the input
+    columns of ranged parameters."""
     coords = _as_coords(coords, "coords")
     inputs = _as_coords(inputs, "inputs")
     fields = tuple(fields)
@@ -96,6 +97,63 @@ def plan_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), spatial=None,
                   if p.range is not None}
         spatial = tuple(c for c in coords if c.name != "t" and c.name not in ranged)
     spatial = _as_coords(spatial, "spatial")
+    return coords, fields, spatial, inputs
+
+
+def _expanded(name: str, ex, coords, inputs, spatial, known: set) -> E.Expr:
+    """The scalar expression ``ex`` with vector operators resolved and derivatives pushed
+    onto fields, in none but the known coordinates."""
+    ex = E.as_expr(ex)
+    if ex.is_vector:
+        raise CompileError(f"{name}: {ex} is a vector; compile its components separately")
+    try:
+        ex = calculus.expand(ex, spatial, coords)
+    except (TypeError, ValueError) as err:
+        raise CompileError(f"{name}: {err}") from err
+    for c in calculus.coords_of(ex):
+        if c not in known:
+            raise CompileError(
+                f"{name}: unknown coordinate {c.name!r} in {ex}; coordinates are "
+                f"{[k.name for k in coords]}, per-point inputs {[k.name for k in inputs]}"
+            )
+    return ex
+
+
+def _check_nodes(name: str, ex: E.Expr, coords, fields, field_pos: dict, known: set,
+                 learnable: dict) -> None:
+    """Check the fields, derivatives and parameters of the expanded ``ex`` against the
+    network; collect its learnable parameters into ``learnable``."""
+    for node in calculus.walk(ex):
+        if isinstance(node, E.Field):
+            if node not in field_pos:
+                raise CompileError(
+                    f"{name}: field {node.name!r} is not one of the network's outputs "
+                    f"{[f.name for f in fields]}; pass it in fields="
+                )
+        elif isinstance(node, E.Derivative):
+            bad = [c.name for c in node.wrt if c not in coords]
+            if bad:
+                raise CompileError(
+                    f"{name}: {node} differentiates with respect to {bad}, which are "
+                    "per-point inputs, not coordinates of the network"
+                )
+        elif isinstance(node, E.Param):
+            if node.learnable:
+                learnable[node.name] = node
+            elif node.range is not None:
+                if E.Coord(node.name) not in known:
+                    raise CompileError(
+                        f"{name}: parameter {node.name!r} ranges over {list(node.range)}: "
+                        f"it is an input of the network; compile with its column among "
+                        f"the coordinates (coords=problem.inputs)")
+            elif node.value is None:
+                raise CompileError(f"{name}: parameter {node.name!r} has no value")
+
+
+def plan_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), spatial=None,
+               inputs=(), collapse: bool = True) -> Plan:
+    """Expand every expression and collect the derivatives they need (no JAX work)."""
+    coords, fields, spatial, inputs = _plan_coords(exprs, coords, fields, spatial, inputs)
     field_pos = {f: i for i, f in enumerate(fields)}
     known = set(coords) | set(inputs)
 
@@ -103,44 +161,8 @@ def plan_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), spatial=None,
     leaves: dict[E.Expr, tuple[int, MultiIndex]] = {}
     learnable: dict[str, E.Param] = {}
     for name, ex in exprs.items():
-        ex = E.as_expr(ex)
-        if ex.is_vector:
-            raise CompileError(f"{name}: {ex} is a vector; compile its components separately")
-        try:
-            ex = calculus.expand(ex, spatial, coords)
-        except (TypeError, ValueError) as err:
-            raise CompileError(f"{name}: {err}") from err
-        for c in calculus.coords_of(ex):
-            if c not in known:
-                raise CompileError(
-                    f"{name}: unknown coordinate {c.name!r} in {ex}; coordinates are "
-                    f"{[k.name for k in coords]}, per-point inputs {[k.name for k in inputs]}"
-                )
-        for node in calculus.walk(ex):
-            if isinstance(node, E.Field):
-                if node not in field_pos:
-                    raise CompileError(
-                        f"{name}: field {node.name!r} is not one of the network's outputs "
-                        f"{[f.name for f in fields]}; pass it in fields="
-                    )
-            elif isinstance(node, E.Derivative):
-                bad = [c.name for c in node.wrt if c not in coords]
-                if bad:
-                    raise CompileError(
-                        f"{name}: {node} differentiates with respect to {bad}, which are "
-                        "per-point inputs, not coordinates of the network"
-                    )
-            elif isinstance(node, E.Param):
-                if node.learnable:
-                    learnable[node.name] = node
-                elif node.range is not None:
-                    if E.Coord(node.name) not in known:
-                        raise CompileError(
-                            f"{name}: parameter {node.name!r} ranges over {list(node.range)}: "
-                            f"it is an input of the network; compile with its column among "
-                            f"the coordinates (coords=problem.inputs)")
-                elif node.value is None:
-                    raise CompileError(f"{name}: parameter {node.name!r} has no value")
+        ex = _expanded(name, ex, coords, inputs, spatial, known)
+        _check_nodes(name, ex, coords, fields, field_pos, known, learnable)
         # in a fixed order (the pairs come as a set, whose order follows the names' string
         # hashes, which differ between processes): the traced program is then the same in
         # every process, and a re-run finds its compiled programs (pinn.compile_cache)
@@ -366,6 +388,57 @@ def initial_pde_params(exprs: Mapping[str, E.Expr] | Sequence[E.Expr]) -> dict:
     return out
 
 
+def _put_inputs(env: dict, plan: Plan, extra, n: int) -> None:
+    """Put the per-point inputs, the columns of ``extra[n, len(plan.inputs)]``, in ``env``."""
+    if extra is None:
+        raise ValueError(
+            f"these expressions use the per-point inputs "
+            f"{[c.name for c in plan.inputs]}: pass extra[N, {len(plan.inputs)}]"
+        )
+    extra = jnp.asarray(extra)
+    if extra.shape != (n, len(plan.inputs)):
+        raise ValueError(
+            f"extra must have shape ({n}, {len(plan.inputs)}) for inputs "
+            f"{[c.name for c in plan.inputs]}, got {tuple(extra.shape)}"
+        )
+    for i, c in enumerate(plan.inputs):
+        env[c] = extra[:, i]
+
+
+def _put_learnable(env: dict, plan: Plan, params, nodes: set) -> None:
+    """Put the learnable parameters ``nodes``, read from ``params["pde"]``, in ``env``."""
+    pde = params.get("pde") if isinstance(params, Mapping) else None
+    missing = [k for k in plan.learnable if pde is None or k not in pde]
+    if missing:
+        raise KeyError(
+            f"learnable parameter(s) {missing} not found in params['pde']; pass "
+            "params={'net': ..., 'pde': initial_pde_params(exprs)}"
+        )
+    for p in nodes:
+        env[p] = pde[p.name]
+
+
+def _put_derivatives(env: dict, plan: Plan, apply: Callable, params, points,
+                     strategy: str) -> None:
+    """Put every planned field value and derivative in ``env``: the network's derivatives,
+    each multi-index (or collapsed combination) computed once for all fields."""
+    n, n_fields = points.shape[0], len(plan.fields)
+    if not isinstance(params, Mapping) or "net" not in params:
+        raise KeyError("params must be a dict with the network parameters under 'net'")
+    derivs = derivatives(apply, params["net"], points, plan.alphas, strategy=strategy,
+                         combos=plan.combos)
+    for node, (i, alpha) in plan.leaves.items():
+        out = derivs[alpha]
+        if out.ndim == 1:
+            out = out[:, None]
+        if out.shape != (n, n_fields):
+            raise ValueError(
+                f"apply returned shape {tuple(derivs[alpha].shape)}; expected "
+                f"({n}, {n_fields}) for fields {[f.name for f in plan.fields]}"
+            )
+        env[node] = out[:, i]
+
+
 def compile_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), apply: Callable | None = None,
                   spatial=None, inputs=(), strategy: str = "auto",
                   collapse: bool = True) -> Callable:
@@ -393,7 +466,7 @@ def compile_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), apply: Call
     if plan.needs_network and apply is None:
         used = sorted({plan.fields[i].name for i, _ in plan.leaves.values()})
         raise CompileError(f"the expressions use the fields {used}: pass the network as apply=")
-    d, n_fields = len(plan.coords), len(plan.fields)
+    d = len(plan.coords)
     learnable_nodes = {p for ex in plan.expanded.values() for p in calculus.params_of(ex)
                        if p.learnable}
 
@@ -407,44 +480,11 @@ def compile_terms(exprs: Mapping[str, E.Expr], *, coords, fields=(), apply: Call
         n = points.shape[0]
         env: dict = {c: points[:, i] for i, c in enumerate(plan.coords)}
         if plan.inputs:
-            if extra is None:
-                raise ValueError(
-                    f"these expressions use the per-point inputs "
-                    f"{[c.name for c in plan.inputs]}: pass extra[N, {len(plan.inputs)}]"
-                )
-            extra = jnp.asarray(extra)
-            if extra.shape != (n, len(plan.inputs)):
-                raise ValueError(
-                    f"extra must have shape ({n}, {len(plan.inputs)}) for inputs "
-                    f"{[c.name for c in plan.inputs]}, got {tuple(extra.shape)}"
-                )
-            for i, c in enumerate(plan.inputs):
-                env[c] = extra[:, i]
+            _put_inputs(env, plan, extra, n)
         if plan.learnable:
-            pde = params.get("pde") if isinstance(params, Mapping) else None
-            missing = [k for k in plan.learnable if pde is None or k not in pde]
-            if missing:
-                raise KeyError(
-                    f"learnable parameter(s) {missing} not found in params['pde']; pass "
-                    "params={'net': ..., 'pde': initial_pde_params(exprs)}"
-                )
-            for p in learnable_nodes:
-                env[p] = pde[p.name]
+            _put_learnable(env, plan, params, learnable_nodes)
         if plan.needs_network:
-            if not isinstance(params, Mapping) or "net" not in params:
-                raise KeyError("params must be a dict with the network parameters under 'net'")
-            derivs = derivatives(apply, params["net"], points, plan.alphas, strategy=strategy,
-                                 combos=plan.combos)
-            for node, (i, alpha) in plan.leaves.items():
-                out = derivs[alpha]
-                if out.ndim == 1:
-                    out = out[:, None]
-                if out.shape != (n, n_fields):
-                    raise ValueError(
-                        f"apply returned shape {tuple(derivs[alpha].shape)}; expected "
-                        f"({n}, {n_fields}) for fields {[f.name for f in plan.fields]}"
-                    )
-                env[node] = out[:, i]
+            _put_derivatives(env, plan, apply, params, points, strategy)
         return {
             name: jnp.broadcast_to(jnp.asarray(evaluate(ex, env), dtype=points.dtype), (n,))
             for name, ex in plan.expanded.items()

@@ -28,6 +28,78 @@ class UnboundError(KeyError):
     """An expression needs a value that the environment does not provide."""
 
 
+def _leaf(node: E.Expr, env: Mapping[E.Expr, object]):
+    """The value of a leaf that ``env`` does not hold: a number, a constant, a parameter's
+    fixed value or a ranged parameter's input column; coordinates, fields and derivatives
+    must come from ``env``."""
+    t = type(node)
+    if t is E.Number:
+        return node.value
+    if t is E.Constant:
+        return node.value
+    if t is E.Param:
+        if node.value is None and node.range is not None:
+            # a ranged parameter is an input: the column of that name
+            col = E.Coord(node.name)
+            if col in env:
+                return env[col]
+            raise UnboundError(
+                f"parameter {node.name!r} ranges over [{node.range[0]}, "
+                f"{node.range[1]}]: give its value (params={{{node.name!r}: ...}})")
+        if node.value is None:
+            raise UnboundError(f"parameter {node.name!r} has no value")
+        return node.value
+    if t is E.Derivative and not isinstance(node.expr, E.Field):
+        raise UnboundError(
+            f"{node}: expand the expression first (pinn.dsl.expand) so that "
+            "derivatives apply to fields only"
+        )
+    raise UnboundError(f"no value for {node}")
+
+
+_LEAVES = (E.Number, E.Constant, E.Param, E.Coord, E.Field, E.Derivative)
+
+
+def _pow(xp, ev, node: E.Pow):
+    """``a ^ b``; integer powers exactly (negative bases too), via lax.integer_pow."""
+    base, b = ev(node.left), node.right
+    n = b.value if isinstance(b, E.Number) else (
+        -b.arg.value if isinstance(b, E.Neg) and isinstance(b.arg, E.Number) else None)
+    if n is not None and float(n).is_integer() and abs(n) <= 2**31:
+        # integer powers: exact for negative bases (x^2, x^(-1)), via lax.integer_pow
+        if isinstance(base, (int, float)) and (base != 0 or n >= 0):
+            try:
+                return float(base) ** int(n)
+            except OverflowError:
+                return xp.power(xp.asarray(float(base)), int(n))
+        return xp.power(base, int(n))
+    return xp.power(base, ev(node.right))
+
+
+def _call(xp, ev, node: E.Call):
+    """A function call: ``where``, ``min``, ``max``, ``heaviside`` or one of ``xp``'s."""
+    f = node.func
+    if f == "where":
+        c, a, b = (ev(a) for a in node.args)
+        return xp.where(c, a, b)
+    if f == "min":
+        return xp.minimum(*(ev(a) for a in node.args))
+    if f == "max":
+        return xp.maximum(*(ev(a) for a in node.args))
+    if f == "heaviside":
+        return _heaviside(xp, ev(node.args[0]))
+    return getattr(xp, f)(ev(node.args[0]))
+
+
+def _compare(xp, ev, node: E.Compare, eq_tol: float):
+    """A comparison; ``==`` and ``!=`` within ``eq_tol`` when it is positive."""
+    a, b = ev(node.left), ev(node.right)
+    if node.op in ("==", "!=") and eq_tol > 0:
+        close = xp.abs(xp.asarray(a) - xp.asarray(b)) <= eq_tol
+        return close if node.op == "==" else ~close
+    return getattr(xp, _CMP[node.op])(a, b)
+
+
 def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp=None):
     """Evaluate ``e`` with leaves from ``env`` (arrays broadcast together).
 
@@ -51,29 +123,8 @@ def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp
         if node in env:
             return env[node]
         t = type(node)
-        if t is E.Number:
-            return node.value
-        if t is E.Constant:
-            return node.value
-        if t is E.Param:
-            if node.value is None and node.range is not None:
-                # a ranged parameter is an input: the column of that name
-                col = E.Coord(node.name)
-                if col in env:
-                    return env[col]
-                raise UnboundError(
-                    f"parameter {node.name!r} ranges over [{node.range[0]}, "
-                    f"{node.range[1]}]: give its value (params={{{node.name!r}: ...}})")
-            if node.value is None:
-                raise UnboundError(f"parameter {node.name!r} has no value")
-            return node.value
-        if t in (E.Coord, E.Field, E.Derivative):
-            if t is E.Derivative and not isinstance(node.expr, E.Field):
-                raise UnboundError(
-                    f"{node}: expand the expression first (pinn.dsl.expand) so that "
-                    "derivatives apply to fields only"
-                )
-            raise UnboundError(f"no value for {node}")
+        if t in _LEAVES:
+            return _leaf(node, env)
         if t is E.Add:
             return ev(node.left) + ev(node.right)
         if t is E.Sub:
@@ -83,40 +134,15 @@ def evaluate(e: E.Expr, env: Mapping[E.Expr, object], *, eq_tol: float = 0.0, xp
         if t is E.Div:
             return ev(node.left) / ev(node.right)
         if t is E.Pow:
-            base, b = ev(node.left), node.right
-            n = b.value if isinstance(b, E.Number) else (
-                -b.arg.value if isinstance(b, E.Neg) and isinstance(b.arg, E.Number) else None)
-            if n is not None and float(n).is_integer() and abs(n) <= 2**31:
-                # integer powers: exact for negative bases (x^2, x^(-1)), via lax.integer_pow
-                if isinstance(base, (int, float)) and (base != 0 or n >= 0):
-                    try:
-                        return float(base) ** int(n)
-                    except OverflowError:
-                        return xp.power(xp.asarray(float(base)), int(n))
-                return xp.power(base, int(n))
-            return xp.power(base, ev(node.right))
+            return _pow(xp, ev, node)
         if t is E.Neg:
             return -ev(node.arg)
         if t is E.Call:
-            f = node.func
-            if f == "where":
-                c, a, b = (ev(a) for a in node.args)
-                return xp.where(c, a, b)
-            if f == "min":
-                return xp.minimum(*(ev(a) for a in node.args))
-            if f == "max":
-                return xp.maximum(*(ev(a) for a in node.args))
-            if f == "heaviside":
-                return _heaviside(xp, ev(node.args[0]))
-            return getattr(xp, f)(ev(node.args[0]))
+            return _call(xp, ev, node)
         if t is E.Tabulated:  # a coefficient given as data (pinn.dsl.tables)
             return node.table([ev(a) for a in node.args], node.deriv or None, xp=xp)
         if t is E.Compare:
-            a, b = ev(node.left), ev(node.right)
-            if node.op in ("==", "!=") and eq_tol > 0:
-                close = xp.abs(xp.asarray(a) - xp.asarray(b)) <= eq_tol
-                return close if node.op == "==" else ~close
-            return getattr(xp, _CMP[node.op])(a, b)
+            return _compare(xp, ev, node, eq_tol)
         if t is E.And:
             return xp.logical_and(ev(node.left), ev(node.right))
         if t is E.Or:

@@ -136,6 +136,78 @@ def _call(e: E.Call) -> str:
     return _FUNC[f] + "{" + _paren(", ".join(latex(a) for a in args)) + "}"
 
 
+def _sum(e: E.Add | E.Sub) -> str:
+    p = _PREC[type(e)]
+    left = _operand(e.left, p)
+    right = latex(e.right)
+    if _prec(e.right) <= p or isinstance(e.right, E.Neg):
+        right = _paren(right)
+    return f"{left} {'+' if type(e) is E.Add else '-'} {right}"
+
+
+def _product(e: E.Mul) -> str:
+    p = _PREC[E.Mul]
+    left = _operand(e.left, p)
+    right = latex(e.right)
+    if _prec(e.right) <= p or isinstance(e.right, E.Neg):
+        right = _paren(right)
+    # a \cdot between numbers (2 \cdot 3) and before a leading digit; else juxtapose
+    sep = r" \cdot " if right[:1].isdigit() or isinstance(e.right, E.Number) else " "
+    return left + sep + right
+
+
+def _power(e: E.Pow) -> str:
+    base, expo = e.left, e.right
+    if isinstance(base, E.Call) and base.func in _FUNC and len(base.args) == 1:
+        # sin^{2}(x), as SymPy writes it
+        return (_FUNC[base.func] + "^{" + latex(expo) + "}{"
+                + _paren(latex(base.args[0])) + "}")
+    b = latex(base)
+    plain = isinstance(base, _POW_BASES) or (
+        isinstance(base, E.Number) and _prec(base) == _ATOM
+    ) or (isinstance(base, E.Call) and base.func in ("abs", "sqrt"))
+    if not plain:
+        b = _paren(b)
+    return b + "^{" + latex(expo) + "}"
+
+
+def _tabulated(e: E.Tabulated) -> str:
+    name = latex_name(e.name)
+    if not e.deriv:
+        return name
+    n = sum(e.deriv)
+    den = " ".join(r"\partial " + latex(a) + (f"^{{{k}}}" if k > 1 else "")
+                   for a, k in zip(e.args, e.deriv, strict=True) if k)
+    return r"\frac{\partial" + (f"^{{{n}}}" if n > 1 else "") + " " + name + "}{" + den + "}"
+
+
+def _comparison(e: E.Compare) -> str:
+    p = _PREC[E.Compare]
+    left, right = latex(e.left), latex(e.right)
+    if _prec(e.left) <= p:
+        left = _paren(left)
+    if _prec(e.right) <= p:
+        right = _paren(right)
+    return f"{left} {_CMP[e.op]} {right}"
+
+
+def _logical(e: E.And | E.Or) -> str:
+    p = _PREC[type(e)]
+    left = _operand(e.left, p)
+    right = latex(e.right)
+    if _prec(e.right) <= p:
+        right = _paren(right)
+    op = r"\wedge" if type(e) is E.And else r"\vee"
+    return f"{left} {op} {right}"
+
+
+def _vector_operator(e: E.Laplacian | E.Grad | E.Div_) -> str:
+    op = {E.Laplacian: r"\Delta", E.Grad: r"\nabla", E.Div_: r"\nabla \cdot"}[type(e)]
+    if e.coords is not None:
+        op += "_{" + ", ".join(latex_name(c.name) for c in e.coords) + "}"
+    return op + " " + _operand(e.expr, _ATOM)
+
+
 def latex(e: E.Expr) -> str:
     """LaTeX source for ``e`` (no surrounding ``$``)."""
     t = type(e)
@@ -146,74 +218,30 @@ def latex(e: E.Expr) -> str:
     if t in (E.Coord, E.Field, E.Param):
         return latex_name(e.name)
     if t in (E.Add, E.Sub):
-        p = _PREC[t]
-        left = _operand(e.left, p)
-        right = latex(e.right)
-        if _prec(e.right) <= p or isinstance(e.right, E.Neg):
-            right = _paren(right)
-        return f"{left} {'+' if t is E.Add else '-'} {right}"
+        return _sum(e)
     if t is E.Mul:
-        p = _PREC[t]
-        left = _operand(e.left, p)
-        right = latex(e.right)
-        if _prec(e.right) <= p or isinstance(e.right, E.Neg):
-            right = _paren(right)
-        # a \cdot between numbers (2 \cdot 3) and before a leading digit; else juxtapose
-        sep = r" \cdot " if right[:1].isdigit() or isinstance(e.right, E.Number) else " "
-        return left + sep + right
+        return _product(e)
     if t is E.Div:
         return r"\frac{" + latex(e.left) + "}{" + latex(e.right) + "}"
     if t is E.Pow:
-        base, expo = e.left, e.right
-        if isinstance(base, E.Call) and base.func in _FUNC and len(base.args) == 1:
-            # sin^{2}(x), as SymPy writes it
-            return (_FUNC[base.func] + "^{" + latex(expo) + "}{"
-                    + _paren(latex(base.args[0])) + "}")
-        b = latex(base)
-        plain = isinstance(base, _POW_BASES) or (
-            isinstance(base, E.Number) and _prec(base) == _ATOM
-        ) or (isinstance(base, E.Call) and base.func in ("abs", "sqrt"))
-        if not plain:
-            b = _paren(b)
-        return b + "^{" + latex(expo) + "}"
+        return _power(e)
     if t is E.Neg:
         limit = _PREC[E.Neg] + 1 if isinstance(e.arg, E.Neg) else _PREC[E.Mul]
         return "- " + _operand(e.arg, limit)
     if t is E.Call:
         return _call(e)
     if t is E.Tabulated:  # a coefficient given as data
-        name = latex_name(e.name)
-        if not e.deriv:
-            return name
-        n = sum(e.deriv)
-        den = " ".join(r"\partial " + latex(a) + (f"^{{{k}}}" if k > 1 else "")
-                       for a, k in zip(e.args, e.deriv, strict=True) if k)
-        return r"\frac{\partial" + (f"^{{{n}}}" if n > 1 else "") + " " + name + "}{" + den + "}"
+        return _tabulated(e)
     if t is E.Compare:
-        p = _PREC[t]
-        left, right = latex(e.left), latex(e.right)
-        if _prec(e.left) <= p:
-            left = _paren(left)
-        if _prec(e.right) <= p:
-            right = _paren(right)
-        return f"{left} {_CMP[e.op]} {right}"
+        return _comparison(e)
     if t in (E.And, E.Or):
-        p = _PREC[t]
-        left = _operand(e.left, p)
-        right = latex(e.right)
-        if _prec(e.right) <= p:
-            right = _paren(right)
-        op = r"\wedge" if t is E.And else r"\vee"
-        return f"{left} {op} {right}"
+        return _logical(e)
     if t is E.Not:
         return r"\neg " + _operand(e.arg, _ATOM)
     if t is E.Derivative:
         return _derivative(e)
     if t in (E.Laplacian, E.Grad, E.Div_):
-        op = {E.Laplacian: r"\Delta", E.Grad: r"\nabla", E.Div_: r"\nabla \cdot"}[t]
-        if e.coords is not None:
-            op += "_{" + ", ".join(latex_name(c.name) for c in e.coords) + "}"
-        return op + " " + _operand(e.expr, _ATOM)
+        return _vector_operator(e)
     if t is E.Vector:
         return _paren(", ".join(latex(i) for i in e.items))
     if t is E.Dot:

@@ -131,6 +131,89 @@ def _is_float(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating) or str(dtype) == "bfloat16"
 
 
+def _cast(v, target):
+    """``v`` (a literal, an array, a tracer, a Python float) in ``target`` when it is
+    floating; anything else as it is."""
+    import jax
+    from jax.extend import core as jcore
+
+    a = v.val if isinstance(v, jcore.Literal) else v
+    dt = getattr(a, "dtype", None)
+    if isinstance(a, jax.core.Tracer):
+        return a.astype(target) if _is_float(dt) and dt != target else a
+    if dt is not None and _is_float(dt) and dt != target:
+        return np.asarray(a).astype(target)
+    if isinstance(a, float):
+        return np.asarray(a, target)
+    return a
+
+
+def _fix_params(params, target) -> dict:
+    """An equation's parameters with each floating dtype among them made ``target``."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, np.dtype) and _is_float(v):
+            v = target
+        out[k] = v
+    return out
+
+
+def _bind(eqn, invals: list, target) -> list:
+    """The outputs of ``eqn`` on ``invals``: computed now when they are constants (of a static
+    shape, none over ``_FOLD_MAX`` elements), else bound into the trace."""
+    import jax
+
+    params = _fix_params(eqn.params, target)
+    static = all(isinstance(d, int) for v in eqn.outvars for d in v.aval.shape)
+    if invals and static and all(not isinstance(x, jax.core.Tracer) for x in invals):
+        # weights only (a factorised weight, scaled Fourier features, the input map):
+        # computed once here, so that the graph holds the result as a constant, which
+        # onnxruntime's int8 quantisation needs of a MatMul's weights
+        try:
+            with jax.ensure_compile_time_eval():
+                outs = eqn.primitive.bind(*invals, **params)
+            vals = outs if eqn.primitive.multiple_results else [outs]
+            if all(np.size(o) <= _FOLD_MAX for o in vals):
+                return [np.asarray(o) for o in vals]
+        except (TypeError, ValueError, jax.errors.JAXTypeError):
+            pass  # a primitive that cannot run eagerly: it stays in the graph
+    outs = eqn.primitive.bind(*invals, **params)
+    return outs if eqn.primitive.multiple_results else [outs]
+
+
+def _replay(jaxpr, consts, args, target, dtype: str) -> list:
+    """The outputs of ``jaxpr`` on ``args`` with every floating value in ``target`` (``dtype``
+    names it); ``jit`` and ``custom_jvp`` / ``custom_vjp`` calls are inlined."""
+    from jax.extend import core as jcore
+
+    env: dict = {}
+
+    def read(v):
+        return _cast(v, target) if isinstance(v, jcore.Literal) else env[v]
+
+    for v, c in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = _cast(c, target)
+    for v, a in zip(jaxpr.invars, args, strict=True):
+        env[v] = _cast(a, target)
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        sub = eqn.params.get("jaxpr") if eqn.primitive.name in ("pjit", "jit") else None
+        if sub is None and eqn.primitive.name in ("custom_jvp_call", "custom_vjp_call"):
+            sub = eqn.params.get("call_jaxpr") or eqn.params.get("fun_jaxpr")
+        if sub is not None:
+            outs = _replay(sub.jaxpr, sub.consts, invals, target, dtype)
+        else:
+            if any(isinstance(p, (jcore.Jaxpr, jcore.ClosedJaxpr))
+                   for p in eqn.params.values()):
+                raise ExportError(
+                    f"the graph has a {eqn.primitive.name} (a control-flow primitive) "
+                    f"that a {dtype} export cannot rewrite; export float32")
+            outs = _bind(eqn, invals, target)
+        for v, o in zip(eqn.outvars, outs, strict=True):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
 def in_dtype(closed, dtype: str, io_dtype=None):
     """``f(points) -> values``: the jaxpr ``closed`` replayed with every floating value
     (inputs, constants, literals, dtype parameters) in ``dtype``; ``points`` come in and
@@ -138,80 +221,9 @@ def in_dtype(closed, dtype: str, io_dtype=None):
     alone (of a static shape) are computed during the replay, so the graph holds weights,
     not the recipe for them. Only first-order primitives and ``jit`` / ``custom_jvp``
     calls (inlined) are replayed: a control-flow primitive is an :class:`ExportError`."""
-    import jax
     import jax.numpy as jnp
-    from jax.extend import core as jcore
 
     target = jnp.dtype(dtype)
-
-    def cast(v):
-        a = v.val if isinstance(v, jcore.Literal) else v
-        dt = getattr(a, "dtype", None)
-        if isinstance(a, jax.core.Tracer):
-            return a.astype(target) if _is_float(dt) and dt != target else a
-        if dt is not None and _is_float(dt) and dt != target:
-            return np.asarray(a).astype(target)
-        if isinstance(a, float):
-            return np.asarray(a, target)
-        return a
-
-    def constant(vals) -> bool:
-        return all(not isinstance(x, jax.core.Tracer) for x in vals)
-
-    def bind(eqn, invals):
-        params = fix_params(eqn.params)
-        static = all(isinstance(d, int) for v in eqn.outvars for d in v.aval.shape)
-        if invals and static and constant(invals):
-            # weights only (a factorised weight, scaled Fourier features, the input map):
-            # computed once here, so that the graph holds the result as a constant, which
-            # onnxruntime's int8 quantisation needs of a MatMul's weights
-            try:
-                with jax.ensure_compile_time_eval():
-                    outs = eqn.primitive.bind(*invals, **params)
-                vals = outs if eqn.primitive.multiple_results else [outs]
-                if all(np.size(o) <= _FOLD_MAX for o in vals):
-                    return [np.asarray(o) for o in vals]
-            except (TypeError, ValueError, jax.errors.JAXTypeError):
-                pass  # a primitive that cannot run eagerly: it stays in the graph
-        outs = eqn.primitive.bind(*invals, **params)
-        return outs if eqn.primitive.multiple_results else [outs]
-
-    def fix_params(params):
-        out = {}
-        for k, v in params.items():
-            if isinstance(v, np.dtype) and _is_float(v):
-                v = target
-            out[k] = v
-        return out
-
-    def run(jaxpr, consts, *args):
-        env: dict = {}
-
-        def read(v):
-            return cast(v) if isinstance(v, jcore.Literal) else env[v]
-
-        for v, c in zip(jaxpr.constvars, consts, strict=True):
-            env[v] = cast(c)
-        for v, a in zip(jaxpr.invars, args, strict=True):
-            env[v] = cast(a)
-        for eqn in jaxpr.eqns:
-            invals = [read(v) for v in eqn.invars]
-            sub = eqn.params.get("jaxpr") if eqn.primitive.name in ("pjit", "jit") else None
-            if sub is None and eqn.primitive.name in ("custom_jvp_call", "custom_vjp_call"):
-                sub = eqn.params.get("call_jaxpr") or eqn.params.get("fun_jaxpr")
-            if sub is not None:
-                outs = run(sub.jaxpr, sub.consts, *invals)
-            else:
-                if any(isinstance(p, (jcore.Jaxpr, jcore.ClosedJaxpr))
-                       for p in eqn.params.values()):
-                    raise ExportError(
-                        f"the graph has a {eqn.primitive.name} (a control-flow primitive) "
-                        f"that a {dtype} export cannot rewrite; export float32")
-                outs = bind(eqn, invals)
-            for v, o in zip(eqn.outvars, outs, strict=True):
-                env[v] = o
-        return [read(v) for v in jaxpr.outvars]
-
     # the constants (the weights) are cast here, once, so that the graph holds them in
     # ``dtype`` (half the bytes for 16 bits) rather than float32 and a conversion
     consts = [np.asarray(c).astype(target) if _is_float(getattr(c, "dtype", np.float64))
@@ -219,7 +231,7 @@ def in_dtype(closed, dtype: str, io_dtype=None):
 
     def f(points):
         out_dtype = io_dtype or points.dtype
-        (y,) = run(closed.jaxpr, consts, points)
+        (y,) = _replay(closed.jaxpr, consts, [points], target, dtype)
         return jnp.asarray(y).astype(out_dtype)
 
     f.__name__ = f"pinn_graph_{dtype}"

@@ -221,27 +221,11 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
     t0, t1 = float(tI.t0), float(tI.t1)
     T = t1 - t0
     if steps is None:
-        if dt is None:
-            lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in problem.space.bounds)
-            L = float(np.max(hi - lo))
-            hcell = L / max(1.0, disc.mesh.t.shape[1] ** (1 / disc.mesh.dim()))
-            k = max(wf.degree.values())
-            rel = (hcell / L) ** ((k + 1) / 2)
-            # waves: per crossing of the domain at the fastest speed (P1: Courant number ~1)
-            crossings = _crossings(disc, wf, t0, T, L) if wf.inertial else 1.0
-            steps = int(min(20000, max(50, math.ceil(crossings / rel))))
-        else:
-            if not dt > 0:
-                raise ValueError(f"dt must be positive, got {dt}")
-            steps = max(1, int(math.ceil(T / dt - 1e-9)))
+        steps = _step_count(problem, disc, wf, dt, t0, T)
     dt = T / steps
     info.update(theta=theta, dt=dt, steps=steps)
     if store_every is None:
-        budget = 5e7
-        store_every = max(1, int(math.ceil((steps + 1) * disc.N / budget)))
-        if store_every > 1:
-            warnings.warn(f"{problem.name}: storing every {store_every}th of {steps} steps "
-                          "(memory); pass store_every= to change", stacklevel=3)
+        store_every = _store_every(problem, disc, steps)
     if wf.inertial:
         if theta != 0.5 or startup:
             warnings.warn(f"{problem.name}: theta={theta} and startup={startup} are for first "
@@ -252,6 +236,44 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         return _evolve_second_order(problem, disc, wf, dt=dt, steps=steps,
                                     store_every=store_every, newton=newton, info=info,
                                     factors=factors)
+    return _evolve_first_order(problem, disc, wf, t0=t0, dt=dt, theta=theta, steps=steps,
+                               startup=startup, store_every=store_every, newton=newton,
+                               info=info, factors=factors)
+
+
+def _step_count(problem, disc: Discretisation, wf, dt, t0: float, T: float) -> int:
+    """The number of time steps: ``T / dt`` rounded up when ``dt`` is given, else
+    ``(L/h)^((k+1)/2)`` (``h`` the cell size, ``L`` the domain's, ``k`` the highest degree)
+    per crossing of the domain for waves, once otherwise, between 50 and 20000."""
+    if dt is None:
+        lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in problem.space.bounds)
+        L = float(np.max(hi - lo))
+        hcell = L / max(1.0, disc.mesh.t.shape[1] ** (1 / disc.mesh.dim()))
+        k = max(wf.degree.values())
+        rel = (hcell / L) ** ((k + 1) / 2)
+        # waves: per crossing of the domain at the fastest speed (P1: Courant number ~1)
+        crossings = _crossings(disc, wf, t0, T, L) if wf.inertial else 1.0
+        return int(min(20000, max(50, math.ceil(crossings / rel))))
+    if not dt > 0:
+        raise ValueError(f"dt must be positive, got {dt}")
+    return max(1, int(math.ceil(T / dt - 1e-9)))
+
+
+def _store_every(problem, disc: Discretisation, steps: int) -> int:
+    """Store every how many steps so that the stored snapshots stay within memory (warns
+    when that is more than every step)."""
+    budget = 5e7
+    store_every = max(1, int(math.ceil((steps + 1) * disc.N / budget)))
+    if store_every > 1:
+        warnings.warn(f"{problem.name}: storing every {store_every}th of {steps} steps "
+                      "(memory); pass store_every= to change", stacklevel=4)
+    return store_every
+
+
+def _evolve_first_order(problem, disc: Discretisation, wf, *, t0, dt, theta, steps, startup,
+                        store_every, newton, info, factors=None):
+    """``M U' + R(U, t) = 0`` by the theta scheme (the first ``startup`` steps as two implicit
+    Euler half-steps each), constraints (no time derivative) holding at each new level."""
     U = disc.interpolate(wf.initial, t=t0)
     snaps, times = [U.copy()], [t0]
     mass_const = not any(
@@ -276,21 +298,9 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         Mdata = M0data if mass_const else disc.mass_data(t + 0.5 * h)
         Mmat = disc.matrix(Mdata)
         Ug = disc.dirichlet_values(U, t_new)
-        Un, Rp = U, R_prev
         if dae is not None:
             Ug = dae.guess(Ug, U, t_new - (1 - th) * h)
-
-        def F(V, Un=Un, Rp=Rp, Mmat=Mmat, h=h, th=th, t_new=t_new, t_old=t):
-            if dae is not None:
-                return Mmat @ (V - Un) / h + dae.residual(R(V, t_new), V, Un, Rp, R, t_old, th)
-            return Mmat @ (V - Un) / h + th * R(V, t_new) + (1 - th) * Rp
-
-        def J(V, Mdata=Mdata, h=h, th=th, t_new=t_new, Un=Un, t_old=t):
-            Jr = K if K is not None else disc.jacobian_data(V, t_new)
-            if dae is not None:
-                return Mdata / h + dae.jacobian(Jr, V, Un, t_old, th)
-            return Mdata / h + th * Jr
-
+        F, J = _step_system(disc, K, R, dae, U, R_prev, Mmat, Mdata, h, th, t_new, t)
         solve_with = None
         if K is not None and mass_const:
             key = (h, th)
@@ -316,6 +326,24 @@ def _evolve(problem, disc: Discretisation, wf, *, dt, theta, steps, startup, sto
         dae.finish(snaps, times)
     info["newton_iterations"] = total_its
     return np.array(snaps), np.array(times)
+
+
+def _step_system(disc: Discretisation, K, R, dae, Un, Rp, Mmat, Mdata, h, th, t_new, t_old):
+    """``(F, J)``: the residual of one theta step from ``(t_old, Un)`` (``Rp`` its spatial
+    residual) to ``t_new``, and the data of its Jacobian."""
+
+    def F(V):
+        if dae is not None:
+            return Mmat @ (V - Un) / h + dae.residual(R(V, t_new), V, Un, Rp, R, t_old, th)
+        return Mmat @ (V - Un) / h + th * R(V, t_new) + (1 - th) * Rp
+
+    def J(V):
+        Jr = K if K is not None else disc.jacobian_data(V, t_new)
+        if dae is not None:
+            return Mdata / h + dae.jacobian(Jr, V, Un, t_old, th)
+        return Mdata / h + th * Jr
+
+    return F, J
 
 
 def _spatial_residual(disc: Discretisation, wf, U, t0: float):

@@ -104,55 +104,70 @@ def field_plot(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | None
     if grid.space_dim > 3:  # N-D: the 3-D slice through the middle of the further axes
         grid, pred, truth, name = _middle_slice(grid, pred, truth, name)
     d, timed = grid.space_dim, grid.has_time
-    names = grid.names
     if d == 1 and not timed:
-        fig, axs = _subplots(plt, 1, 2 if truth is not None else 1, figsize=(10, 3.6),
-                                squeeze=False)
-        x = grid.axes[0]
-        ax = axs[0, 0]
-        ax.plot(x, pred, label=labels[0])
-        if truth is not None:
-            ax.plot(x, truth, "--", label=labels[1])
-            axs[0, 1].semilogy(x, np.abs(pred - truth) + 1e-300)
-            axs[0, 1].set_title("|error|")
-            axs[0, 1].set_xlabel(names[0])
-        ax.set_xlabel(names[0])
-        ax.set_title(name)
-        ax.legend()
-        return fig
-
+        return _curve_plot(plt, grid, name, pred, truth, labels)
     if d == 1 and timed:
-        # x-t map: time on the horizontal axis, x vertical
-        x, t = grid.axes
-        panels = _panels(pred, truth, labels)
-        vlo, vhi = _vrange([p for _, p, k in panels if k == "value"])
-        fig, axs = _subplots(plt, 1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
-        for ax, (title, arr, kind) in zip(axs[0], panels, strict=True):
-            im = ax.imshow(arr, origin="lower", aspect="auto",
-                           extent=(t[0], t[-1], x[0], x[-1]),
-                           cmap="viridis" if kind == "value" else "magma",
-                           vmin=vlo if kind == "value" else None,
-                           vmax=vhi if kind == "value" else None)
-            ax.set_title(f"{name}: {title}")
-            ax.set_xlabel(names[1])
-            ax.set_ylabel(names[0])
-            fig.colorbar(im, ax=ax, shrink=0.85)
-        return fig
-
+        return _xt_plot(plt, grid, name, pred, truth, labels)
     # 2D and 3D: a list of 2D slices (rows), each with the panels (columns)
+    rows = _slice_rows(grid, pred, truth, snapshots)
+    return _slices_plot(plt, grid, name, rows, truth is not None, labels)
+
+
+def _curve_plot(plt, grid: Grid, name: str, pred, truth, labels):
+    """1D: the curves, and the error on a log scale beside them."""
+    names = grid.names
+    fig, axs = _subplots(plt, 1, 2 if truth is not None else 1, figsize=(10, 3.6),
+                         squeeze=False)
+    x = grid.axes[0]
+    ax = axs[0, 0]
+    ax.plot(x, pred, label=labels[0])
+    if truth is not None:
+        ax.plot(x, truth, "--", label=labels[1])
+        axs[0, 1].semilogy(x, np.abs(pred - truth) + 1e-300)
+        axs[0, 1].set_title("|error|")
+        axs[0, 1].set_xlabel(names[0])
+    ax.set_xlabel(names[0])
+    ax.set_title(name)
+    ax.legend()
+    return fig
+
+
+def _xt_plot(plt, grid: Grid, name: str, pred, truth, labels):
+    """1D + time: x-t maps, time on the horizontal axis, x vertical."""
+    names = grid.names
+    x, t = grid.axes
+    panels = _panels(pred, truth, labels)
+    vlo, vhi = _vrange([p for _, p, k in panels if k == "value"])
+    fig, axs = _subplots(plt, 1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for ax, (title, arr, kind) in zip(axs[0], panels, strict=True):
+        im = ax.imshow(arr, origin="lower", aspect="auto",
+                       extent=(t[0], t[-1], x[0], x[-1]),
+                       cmap="viridis" if kind == "value" else "magma",
+                       vmin=vlo if kind == "value" else None,
+                       vmax=vhi if kind == "value" else None)
+        ax.set_title(f"{name}: {title}")
+        ax.set_xlabel(names[1])
+        ax.set_ylabel(names[0])
+        fig.colorbar(im, ax=ax, shrink=0.85)
+    return fig
+
+
+def _slice_rows(grid: Grid, pred, truth, snapshots: int) -> list:
+    """2D and 3D: the 2D slices to show, ``[(row title, pred2d, truth2d)]``: 2D at
+    ``snapshots`` times; 3D at ``snapshots`` heights, or the middle one at as many times."""
+    names = grid.names
     rows = []  # (row title, pred2d, truth2d)
-    if d == 2:
-        if timed:
+    if grid.space_dim == 2:
+        if grid.has_time:
             t = grid.axes[-1]
             for k in _pick(len(t), snapshots):
                 rows.append((f"{names[-1]} = {t[k]:.3g}", pred[..., k],
                              None if truth is None else truth[..., k]))
         else:
             rows.append(("", pred, truth))
-        xa, ya = grid.axes[0], grid.axes[1]
     else:
         z = grid.axes[2]
-        if timed:
+        if grid.has_time:
             t = grid.axes[-1]
             kz = len(z) // 2
             for k in _pick(len(t), snapshots):
@@ -162,10 +177,17 @@ def field_plot(grid: Grid, name: str, pred: np.ndarray, truth: np.ndarray | None
             for kz in _pick(len(z), snapshots):
                 rows.append((f"{names[2]} = {z[kz]:.3g}", pred[:, :, kz],
                              None if truth is None else truth[:, :, kz]))
-        xa, ya = grid.axes[0], grid.axes[1]
-    ncol = 3 if truth is not None else 1
+    return rows
+
+
+def _slices_plot(plt, grid: Grid, name: str, rows: list, has_truth: bool, labels):
+    """One row of images per slice of ``rows``: solution, truth and error (common colour
+    scales for the values and for the errors)."""
+    names = grid.names
+    xa, ya = grid.axes[0], grid.axes[1]
+    ncol = 3 if has_truth else 1
     vlo, vhi = _vrange([r[1] for r in rows] + [r[2] for r in rows])
-    elo, ehi = _vrange([np.abs(r[1] - r[2]) for r in rows]) if truth is not None else (0, 1)
+    elo, ehi = _vrange([np.abs(r[1] - r[2]) for r in rows]) if has_truth else (0, 1)
     aspect = (ya[-1] - ya[0]) / max(xa[-1] - xa[0], 1e-300)
     w = 3.4
     fig, axs = _subplots(plt, len(rows), ncol, squeeze=False,

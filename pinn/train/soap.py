@@ -88,6 +88,88 @@ def _refresh(gg: tuple, qs: tuple, nu: jax.Array) -> tuple[tuple, jax.Array]:
     return tuple(new), nu
 
 
+def _init_state(params, max_precond_dim: int) -> SOAPState:
+    """The state before the first call: zero moments and factors, identity eigenbases."""
+    leaves = jax.tree.leaves(params)
+    gg, q = [], []
+    for x in leaves:
+        axes = _rotated_axes(x.shape, max_precond_dim)
+        gg.append(tuple(jnp.zeros((n, n), x.dtype) if r else None
+                        for n, r in zip(x.shape, axes, strict=True)))
+        q.append(tuple(jnp.eye(n, dtype=x.dtype) if r else None
+                       for n, r in zip(x.shape, axes, strict=True)))
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    return SOAPState(jnp.zeros((), jnp.int32), zeros, zeros, gg, q)
+
+
+def _factors(gg: tuple, g: jax.Array, beta: float) -> tuple:
+    """A leaf's Shampoo factors after the gradient ``g`` (``None`` for an axis not rotated)."""
+    return tuple(None if m is None else beta * m + (1 - beta) * _factor(g, i)
+                 for i, m in enumerate(gg))
+
+
+def _first(grads, state: SOAPState, beta: float):
+    """Build the factors from the first gradient and their eigenbases; no step."""
+    g_leaves = jax.tree.leaves(grads)
+    gg = [_factors(m, g, beta) for m, g in zip(state.gg, g_leaves, strict=True)]
+    q = [tuple(None if m is None else _eigenbasis(m) for m in ms) for ms in gg]
+    updates = jax.tree.map(jnp.zeros_like, grads)
+    return updates, SOAPState(state.count + 1, state.mu, state.nu, gg, q)
+
+
+def _leaf_step(g, mu, nu, gg: tuple, q: tuple, t, refresh, b1: float, b2: float, eps: float,
+               beta: float):
+    """One leaf's step ``t``: its update (before the learning rate), and its new moments,
+    factors and eigenbases (refreshed when ``refresh``)."""
+    dt = g.dtype
+    mu = b1 * mu + (1 - b1) * g
+    nu = b2 * nu + (1 - b2) * jnp.square(_rotate(g, q, back=False))
+    direction = _rotate(_rotate(mu, q, back=False) / (jnp.sqrt(nu) + eps), q, back=True)
+    tf = t.astype(dt)
+    size = jnp.sqrt(1 - jnp.asarray(b2, dt) ** tf) / (1 - jnp.asarray(b1, dt) ** tf)
+    out = (-size * direction).astype(dt)
+    gg = _factors(gg, g, beta)  # after the step: the gradient never rotates itself
+    if any(m is not None for m in gg):
+        q, nu = jax.lax.cond(refresh, _refresh, lambda a, b, c: (b, c), gg, q, nu)
+    return out, mu, nu, gg, q
+
+
+def _step(grads, state: SOAPState, b1: float, b2: float, eps: float, beta: float,
+          precondition_frequency: int):
+    """A step of SOAP after the first call: the updates (before the learning rate) and the
+    new state."""
+    t = state.count  # real steps, this one included (the first call was none)
+    treedef = jax.tree.structure(grads)
+    g_leaves = jax.tree.leaves(grads)
+    mu_leaves, nu_leaves = jax.tree.leaves(state.mu), jax.tree.leaves(state.nu)
+    refresh = t % precondition_frequency == 0
+    out, mus, nus, ggs, qs = [], [], [], [], []
+    for g, mu, nu, gg, q in zip(g_leaves, mu_leaves, nu_leaves, state.gg, state.q,
+                                strict=True):
+        u, mu, nu, gg, q = _leaf_step(g, mu, nu, gg, q, t, refresh, b1, b2, eps, beta)
+        out.append(u)
+        mus.append(mu)
+        nus.append(nu)
+        ggs.append(gg)
+        qs.append(q)
+    updates = jax.tree.unflatten(treedef, out)
+    new = SOAPState(t + 1, jax.tree.unflatten(treedef, mus),
+                    jax.tree.unflatten(treedef, nus), ggs, qs)
+    return updates, new
+
+
+def _weight_decayed(updates, params, count, lr, weight_decay: float, mask):
+    """``updates`` with decoupled weight decay where ``mask`` says (none while building)."""
+    m = mask(params) if callable(mask) else mask
+    m = jax.tree.map(lambda _: True, params) if m is None else m
+    decay = jnp.where(count > 0, lr * weight_decay, 0.0)  # none while building
+
+    def decayed(u, p, keep):
+        return u - decay.astype(u.dtype) * (p + u) if keep else u
+
+    return jax.tree.map(decayed, updates, params, m)
+
+
 def soap(
     learning_rate: float | optax.Schedule = 3e-3,
     b1: float = 0.95,
@@ -117,56 +199,13 @@ def soap(
     lr_fn = learning_rate if callable(learning_rate) else optax.constant_schedule(learning_rate)
 
     def init(params):
-        leaves = jax.tree.leaves(params)
-        gg, q = [], []
-        for x in leaves:
-            axes = _rotated_axes(x.shape, max_precond_dim)
-            gg.append(tuple(jnp.zeros((n, n), x.dtype) if r else None
-                            for n, r in zip(x.shape, axes, strict=True)))
-            q.append(tuple(jnp.eye(n, dtype=x.dtype) if r else None
-                           for n, r in zip(x.shape, axes, strict=True)))
-        zeros = jax.tree.map(jnp.zeros_like, params)
-        return SOAPState(jnp.zeros((), jnp.int32), zeros, zeros, gg, q)
-
-    def factors(gg, g):
-        return tuple(None if m is None else beta * m + (1 - beta) * _factor(g, i)
-                     for i, m in enumerate(gg))
+        return _init_state(params, max_precond_dim)
 
     def first(grads, state):
-        """Build the factors from the first gradient and their eigenbases; no step."""
-        g_leaves = jax.tree.leaves(grads)
-        gg = [factors(m, g) for m, g in zip(state.gg, g_leaves, strict=True)]
-        q = [tuple(None if m is None else _eigenbasis(m) for m in ms) for ms in gg]
-        updates = jax.tree.map(jnp.zeros_like, grads)
-        return updates, SOAPState(state.count + 1, state.mu, state.nu, gg, q)
+        return _first(grads, state, beta)
 
     def step(grads, state):
-        t = state.count  # real steps, this one included (the first call was none)
-        treedef = jax.tree.structure(grads)
-        g_leaves = jax.tree.leaves(grads)
-        mu_leaves, nu_leaves = jax.tree.leaves(state.mu), jax.tree.leaves(state.nu)
-        refresh = t % precondition_frequency == 0
-        out, mus, nus, ggs, qs = [], [], [], [], []
-        for g, mu, nu, gg, q in zip(g_leaves, mu_leaves, nu_leaves, state.gg, state.q,
-                                    strict=True):
-            dt = g.dtype
-            mu = b1 * mu + (1 - b1) * g
-            nu = b2 * nu + (1 - b2) * jnp.square(_rotate(g, q, back=False))
-            direction = _rotate(_rotate(mu, q, back=False) / (jnp.sqrt(nu) + eps), q, back=True)
-            tf = t.astype(dt)
-            size = jnp.sqrt(1 - jnp.asarray(b2, dt) ** tf) / (1 - jnp.asarray(b1, dt) ** tf)
-            out.append((-size * direction).astype(dt))
-            gg = factors(gg, g)  # after the step: the gradient never rotates itself
-            if any(m is not None for m in gg):
-                q, nu = jax.lax.cond(refresh, _refresh, lambda a, b, c: (b, c), gg, q, nu)
-            mus.append(mu)
-            nus.append(nu)
-            ggs.append(gg)
-            qs.append(q)
-        updates = jax.tree.unflatten(treedef, out)
-        new = SOAPState(t + 1, jax.tree.unflatten(treedef, mus),
-                        jax.tree.unflatten(treedef, nus), ggs, qs)
-        return updates, new
+        return _step(grads, state, b1, b2, eps, beta, precondition_frequency)
 
     def update(grads, state, params=None):
         lr = jnp.asarray(lr_fn(state.count))
@@ -176,14 +215,7 @@ def soap(
             if params is None:
                 raise ValueError("soap: weight_decay needs params in update(grads, state, "
                                  "params).")
-            m = mask(params) if callable(mask) else mask
-            m = jax.tree.map(lambda _: True, params) if m is None else m
-            decay = jnp.where(state.count > 0, lr * weight_decay, 0.0)  # none while building
-
-            def decayed(u, p, keep):
-                return u - decay.astype(u.dtype) * (p + u) if keep else u
-
-            updates = jax.tree.map(decayed, updates, params, m)
+            updates = _weight_decayed(updates, params, state.count, lr, weight_decay, mask)
         return updates, new
 
     return optax.GradientTransformation(init, update)
