@@ -69,7 +69,7 @@ def test_residuals_square_to_the_terms(system):
                 np.testing.assert_allclose(float(jnp.sum(r**2)), float(term), rtol=1e-12,
                                            err_msg=f"{name} (causal: {causal})")
             # point by point (what the Jacobian is built from): every term but the user's
-            def by_points(params, batch, blocks=asm.residuals_fn.pointwise):
+            def by_points(params, batch, blocks=asm.terms_fn.pointwise):
                 out = {}
                 for blk in blocks:
                     weights = blk.weights(params, batch)
@@ -210,8 +210,9 @@ def test_a_terms_function_without_residuals_is_refused():
                        progress=False, handle_signals=False)
 
 
-def test_a_plain_terms_function_with_residuals_trains():
-    # the protocol without pinn.assemble: terms_fn.residuals; a fit of a, b in a*exp(b*s)
+def test_a_plain_loss_with_residuals_trains():
+    # a loss of one's own (pinn.train.Loss: the terms and their residual form) without
+    # pinn.assemble; a fit of a, b in a*exp(b*s)
     def residuals(params, batch):
         r = params["a"] * jnp.exp(params["b"] * batch) - 2.0 * jnp.exp(-1.5 * batch)
         return {"fit": r / jnp.sqrt(r.size)}
@@ -220,10 +221,10 @@ def test_a_plain_terms_function_with_residuals_trains():
         return {"fit": jnp.mean((params["a"] * jnp.exp(params["b"] * batch)
                                  - 2.0 * jnp.exp(-1.5 * batch)) ** 2)}
 
-    terms_fn.residuals = residuals
+    loss = pinn.train.Loss(terms_fn, residuals=residuals)
     with jax.enable_x64(True):
         s = jnp.linspace(0.0, 1.0, 16)
-        result = pinn.train.run(terms_fn, {"a": jnp.ones(()), "b": jnp.zeros(())},
+        result = pinn.train.run(loss, {"a": jnp.ones(()), "b": jnp.zeros(())},
                                 pinn.Training([pinn.Stage(LevenbergMarquardt(), 20)],
                                               points=pinn.Points(resample_every=None), chunk=20,
                                               eval_every=None, checkpoint_every=None),

@@ -208,7 +208,6 @@ def test_space_time_sampling():
         "interior": box.sample_interior(k, 2000),
         "boundary": st.sample_boundary(k, 1000),
         "early_left": box.sample_boundary(k, 300, on=logical_and(eq(x, 0), t < 1)),
-        "initial": box.sample_initial(k, 256, Sobol()),
     })
     xi = out["interior"]
     assert xi.shape == (2000, 3)
@@ -221,8 +220,6 @@ def test_space_time_sampling():
     np.testing.assert_array_equal(np.asarray(st.boundary_part(p)), out["boundary"].part)
     p = out["early_left"].points
     assert np.all(p[:, 0] == 0) and np.all((p[:, 2] < 1) & (p[:, 2] >= 0.5))
-    x0 = out["initial"]
-    assert np.all(x0[:, 2] == 0.5) and np.all((x0[:, :2] > 0) & (x0[:, :2] < [2, 1]))
     assert math.isclose(box.part_measures["left"], 1.5)
     assert math.isclose(box.boundary_measure, 9.0)
     assert st.part_measures["left"] is None and st.boundary_measure is None

@@ -19,7 +19,8 @@ import pinn.config
 from pinn import evaluate as ev
 from pinn.cli import main
 from pinn.compile import compile_terms
-from pinn.train.loss import _Draw, assemble
+from pinn.points import ProblemPoints
+from pinn.train.loss import assemble
 from pinn.train.spec import Points
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,7 +87,7 @@ def test_the_parameter_is_sampled_jointly_over_its_range():
                          equations={"heat": pinn.D(u, t) - 0.05 * pinn.laplacian(u)},
                          conditions={"ends": pinn.Dirichlet(u, 0.0, on="boundary"),
                                      "start": pinn.Initial(u, pinn.sin(pinn.pi * x))})
-    draws = [_Draw(p, pinn.geometry.Uniform(), jnp.float32) for p in (heat1d(), fixed)]
+    draws = [ProblemPoints(p, pinn.geometry.Uniform(), jnp.float32) for p in (heat1d(), fixed)]
     for region in ("interior", "boundary", "initial"):
         def sample(d, region=region):
             if region == "boundary":
@@ -108,7 +109,7 @@ def test_the_parameter_is_sampled_jointly_over_its_range():
 
 
 def test_sobol_draws_the_parameter_from_its_own_dimension():
-    d = _Draw(heat1d(), pinn.geometry.Sobol(), jnp.float32)
+    d = ProblemPoints(heat1d(), pinn.geometry.Sobol(), jnp.float32)
     b = np.asarray(d.interior(jax.random.PRNGKey(0), 1024))
     a = (b[:, 2] - LO) / (HI - LO)
     # a balanced net in one dimension: every 1/1024 slab holds one point
@@ -322,3 +323,21 @@ def test_heat2d_parametric_reaches_1e_3_at_every_alpha():
     errs = [r["rel_l2"]["u"] for r in sol.metrics["param_grid"]]
     assert len(errs) == 9
     assert max(errs) <= 1e-3, errs
+
+
+def test_the_initial_slice_and_the_boundary_are_drawn_in_space_time():
+    """ProblemPoints: the initial slice at t0 inside the space, boundary points at times
+    over the interval with the space's outward normals."""
+    x, t = pinn.coords("x t")
+    u = pinn.field("u")
+    box = pinn.Rectangle((0, 0), (2, 1)) * pinn.TimeInterval(0.5, 2.0)
+    problem = pinn.Problem(domain=box, coords=(x, pinn.coords("y"), t),
+                           equations={"e": pinn.D(u, t)})
+    draw = ProblemPoints(problem, pinn.geometry.Sobol(), jnp.float64)
+    with jax.enable_x64(True):
+        x0 = np.asarray(draw.initial(jax.random.key(0), 256))
+        pts, normals = (np.asarray(a) for a in draw.boundary(jax.random.key(1), 500, "left"))
+    assert x0.shape == (256, 3) and np.all(x0[:, 2] == 0.5)
+    assert np.all((x0[:, :2] > 0) & (x0[:, :2] < [2, 1]))
+    assert np.all(pts[:, 0] == 0) and np.all((pts[:, 2] >= 0.5) & (pts[:, 2] <= 2.0))
+    np.testing.assert_array_equal(normals, np.tile([-1.0, 0.0], (500, 1)))

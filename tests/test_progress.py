@@ -40,9 +40,9 @@ def train(*observers, steps=(200, 10), evaluate=None, eval_every=None, **kw):
     stages = [Stage(Adam(lr=0.05), steps[0])] + [Stage(LBFGS(), n) for n in steps[1:]]
     return run(quadratic, {"p": jnp.asarray(0.0)},
                Training(stages, points=Points(resample_every=1000), chunk=50,
-                        eval_every=eval_every, checkpoint_every=None), sample_fn=no_batch, key=jax.random.key(0),
-               handle_signals=False, evaluate=evaluate, observers=list(observers),
-               **{"progress": False, **kw})
+                        eval_every=eval_every, checkpoint_every=None), sample_fn=no_batch,
+               key=jax.random.key(0), handle_signals=False, evaluate=evaluate,
+               observers=list(observers), **{"progress": False, **kw})
 
 
 def test_plain_lines_announce_each_compilation_and_the_progress():

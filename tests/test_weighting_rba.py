@@ -9,7 +9,7 @@ import pytest
 
 import pinn
 from pinn.solution import Solution
-from pinn.train import RBA, VRBA
+from pinn.train import RBA, VRBA, Loss
 from pinn.train.weighting import MULTIPLIERS, with_multipliers
 
 R = np.array([0.5, -2.0, 1.0, 0.0, 4.0])
@@ -21,8 +21,7 @@ def _fixed_residual(r):
     def terms_fn(params, batch):
         return {"pde": jnp.mean(jnp.square(jnp.asarray(r))), "wall": jnp.asarray(0.0)}
 
-    terms_fn.equation_residuals = lambda params, batch: {"pde": jnp.asarray(r)}
-    return terms_fn
+    return Loss(terms_fn, equation_residuals=lambda params, batch: {"pde": jnp.asarray(r)})
 
 
 def _batch(n=None, shift=0.0):
@@ -71,8 +70,8 @@ def test_multipliers_stay_below_eta_over_one_minus_gamma(cls, initial):
         key, sub = jax.random.split(key)
         r = jax.random.normal(sub, (n,)) * jnp.exp(jax.random.normal(key, ()))
         r = r.at[0].set(2 * jnp.max(jnp.abs(r)))  # point 0 always has the largest residual
-        terms_fn.equation_residuals = lambda params, batch: {"pde": r}
-        state = w.update(state, params=None, batch=batch, terms_fn=terms_fn, step=step)
+        loss = Loss(terms_fn, equation_residuals=lambda params, batch: {"pde": r})
+        state = w.update(state, params=None, batch=batch, terms_fn=loss, step=step)
         return state, key, jnp.maximum(top, jnp.max(state["multipliers"]["pde"]))
 
     state = w.init(["pde"], jnp.float32, batch=batch)

@@ -2,9 +2,9 @@
 
 Points of a space-time domain are ``[..., space.dim + 1]`` with time last.
 Its boundary is the spatial boundary times the time interval (the initial
-and final time slices are not part of it; sample the initial slice with
-``sample_initial``).  Part names are the spatial shape's; boundary normals are
-spatial (``[n, space.dim]``).  Predicates may use ``t`` as well.
+and final time slices are not part of it; a problem's initial slice is sampled by
+:meth:`pinn.points.ProblemPoints.initial`).  Part names are the spatial shape's;
+boundary normals are spatial (``[n, space.dim]``).  Predicates may use ``t`` as well.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pinn.geometry.base import (
     piece_mask,
     predicate_fn,
 )
-from pinn.geometry.samplers import Sampler
 
 __all__ = ["TimeInterval", "SpaceTime"]
 
@@ -184,8 +183,3 @@ class SpaceTime(Domain):
 
     def _extra_measure(self) -> float:
         return self.time.measure
-
-    def sample_initial(self, key, n: int, sampler: Sampler | None = None):
-        """``[n, dim]`` points of the initial slice ``space x {t0}``, distributed by volume."""
-        x = self.space.sample_interior(key, n, sampler)
-        return jnp.concatenate([x, jnp.full((x.shape[0], 1), self.time.t0, x.dtype)], axis=1)

@@ -29,6 +29,7 @@ from .optim import Adam, AdamW, FirstOrder, Optax, Optimizer
 from .quasi_newton import LBFGS, SSBFGS, LineSearch, SSBroyden
 from .soap import SOAP
 from .spec import Points, Stage, Training, precision_scope
+from .terms import Loss
 from .weighting import (
     RBA,
     VRBA,
@@ -44,6 +45,7 @@ from .weighting import (
 __all__ = [
     "Training",
     "Points",
+    "Loss",
     "Stage",
     "precision_scope",
     "Optimizer",

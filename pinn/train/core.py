@@ -27,7 +27,6 @@ import concurrent.futures
 import contextlib
 import functools
 import logging
-import math
 import sys
 import time
 import warnings
@@ -40,9 +39,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import microbatch as _micro
+from .scaling import PdeScale, Sampled
 from .sharding import make_sharding
 from .spec import MIXED, Stage, Training, precision_bits, precision_scope
 from .steps import RUNNING, all_finite, strong
+from .terms import Loss
 from .weighting import with_multipliers
 
 __all__ = ["Core", "warn", "compiler_options"]
@@ -55,81 +56,6 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("pinn.train"):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
-
-
-@dataclass(frozen=True)
-class _PdeScale:
-    """Learnable PDE parameters trained in units of their initial magnitude.
-
-    The optimiser sees ``theta = value / scale`` (``scale = |initial value|``, 1 for 0), so
-    that an Adam step of ``lr`` changes a parameter by the fraction ``lr`` of its size
-    whatever its units (a viscosity of 3e-3 would otherwise jump by 30% per step at
-    ``lr = 1e-3``). Hashable, so that equal runs share one compiled program.
-    """
-
-    scales: tuple[tuple[str, float], ...]
-
-    def physical(self, p: Any) -> Any:
-        return self._apply(p, jnp.multiply)
-
-    def internal(self, p: Any) -> Any:
-        return self._apply(p, jnp.divide)
-
-    def _apply(self, p: Any, op: Callable) -> Any:
-        if not self.scales:
-            return p
-        pde = dict(p["pde"])
-        for k, s in self.scales:
-            pde[k] = op(pde[k], jnp.asarray(s, jnp.result_type(pde[k])))
-        return {**p, "pde": pde}
-
-    @staticmethod
-    def of(params: Any) -> _PdeScale:
-        pde = params.get("pde") if isinstance(params, Mapping) else None
-        if not isinstance(pde, Mapping):
-            return _PdeScale(())
-        scales = []
-        for k in sorted(pde):
-            v = np.asarray(jax.device_get(pde[k]))
-            if v.shape == () and np.issubdtype(v.dtype, np.floating):
-                a = float(abs(v))
-                scales.append((k, a if math.isfinite(a) and a > 0 else 1.0))
-        return _PdeScale(tuple(scales))
-
-
-@dataclass(frozen=True)
-class _Scaled:
-    """``fn`` called with physical parameters while the optimiser holds scaled ones."""
-
-    fn: Callable
-    scale: _PdeScale
-    at: int  # the position of params: 0 in terms_fn(params, batch), 1 in sample_fn(key, params)
-
-    def __call__(self, a, b):
-        if self.at == 0:
-            return self.fn(self.scale.physical(a), b)
-        return self.fn(a, self.scale.physical(b))
-
-    @property
-    def residuals(self) -> Callable | None:
-        """The wrapped terms function's residual form (``terms_fn.residuals``, the vectors
-        Gauss-Newton differentiates), called with physical parameters too; or None."""
-        inner = getattr(self.fn, "residuals", None)
-        return None if inner is None else _Scaled(inner, self.scale, self.at)
-
-    @property
-    def pointwise(self) -> tuple | None:
-        """The wrapped residual form's point-by-point blocks (``residuals.pointwise``,
-        :class:`pinn.train.loss.PointwiseResiduals`), with physical parameters; or None."""
-        blocks = getattr(self.fn, "pointwise", None)
-        return None if blocks is None else tuple(b.mapped(self.scale.physical) for b in blocks)
-
-    @property
-    def equation_residuals(self) -> Callable | None:
-        """The wrapped terms function's residuals at each point (``equation_residuals``,
-        what RBA follows), called with physical parameters; or None."""
-        inner = getattr(self.fn, "equation_residuals", None)
-        return None if inner is None else _Scaled(inner, self.scale, self.at)
 
 
 def _cast(tree: Any, dtype: Any) -> Any:
@@ -288,7 +214,7 @@ class Core:
     that stage's program on first use, timed in ``compile_seconds``).
     """
 
-    terms_fn: Callable
+    terms_fn: Loss
     sample_fn: Callable
     weighting: Any
     stages: list[Stage]
@@ -296,7 +222,7 @@ class Core:
     names: list[str]
     has_aux: bool
     dtype: Any
-    pde_scale: _PdeScale
+    pde_scale: PdeScale
     batch_shape: Any
     compile_seconds: float = 0.0
     _programs: dict = field(default_factory=dict)
@@ -314,13 +240,13 @@ class Core:
         a count (the points sharded over a mesh, :mod:`pinn.train.sharding`);
         ``training.micro_batch``: at most this many points per device in one pass
         (gradient accumulation, :mod:`pinn.train.microbatch`)."""
-        pde_scale = _PdeScale.of(params)
-        if pde_scale.scales:
-            terms_fn = _Scaled(terms_fn, pde_scale, 0)
-            sample_fn = _Scaled(sample_fn, pde_scale, 1)
+        loss, pde_scale = Loss.of(terms_fn), PdeScale.of(params)
+        if pde_scale.scales:  # the optimiser's units -> the physical ones
+            loss = loss.mapped(pde_scale.physical)
+            sample_fn = Sampled(sample_fn, pde_scale.physical)
             params = pde_scale.internal(params)
         batch_shape = jax.eval_shape(sample_fn, key, params)
-        terms_shape, has_aux = _terms_shape(terms_fn, params, batch_shape)
+        terms_shape, has_aux = _terms_shape(loss, params, batch_shape)
         dtype = jnp.result_type(*[s.dtype for s in terms_shape.values()])
         param_dtypes = {
             np.dtype(getattr(x, "dtype", np.asarray(x).dtype)) for x in jax.tree.leaves(params)
@@ -334,7 +260,7 @@ class Core:
         if sharding is not None:
             sharding.check_batch(batch_shape)
         micro = _micro_count(training.micro_batch, batch_shape, sharding, weighting)
-        core = Core(terms_fn, sample_fn, weighting, list(training.stages),
+        core = Core(loss, sample_fn, weighting, list(training.stages),
                     training.points.resample_every,
                     list(terms_shape), has_aux, dtype, pde_scale, batch_shape,
                     sharding=sharding, micro=micro)

@@ -24,8 +24,8 @@ solved), so that ``damping`` does not depend on the loss's scale.
 A step that finds no acceptable trial ends the stage as stalled (the loss is at its
 rounding floor: use float64); a gradient norm at most ``gtol`` as converged. ``J`` is
 dense, ``m × n`` (residuals × parameters), refused above ``max_jacobian`` entries. Its rows
-come point by point where the residual form says how (``residuals.pointwise``: blocks of
-:class:`pinn.train.loss.PointwiseResiduals`, one backward pass per point), the rest (and a
+come point by point where the loss says how (``loss.pointwise``: blocks of
+:class:`pinn.train.terms.PointwiseResiduals`, one backward pass per point), the rest (and a
 residual function without blocks) by ``jax.jacrev`` (``m < n``) or ``jax.jacfwd`` on the
 whole batch, which costs a pass over the batch per residual or parameter. The stages run
 full batch, in one pass (``micro_batch`` does not apply to them).
@@ -183,7 +183,7 @@ def gauss_newton_step(f: Callable, x: jax.Array, state: GNState, rule: _Rule, m:
 def _linearize(blocks: tuple, residuals: Callable, names: tuple, unravel: Callable, batch: Any,
                w: dict, x: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(r, J)`` with the rows of the point-by-point ``blocks`` (each row from one point's
-    backward pass; ``pinn.train.loss.PointwiseResiduals``) and, for the terms no block
+    backward pass; ``pinn.train.terms.PointwiseResiduals``) and, for the terms no block
     covers, from ``residuals`` by reverse mode on the whole batch."""
     p = unravel(x)
     rows, jacs = [], []
@@ -213,16 +213,16 @@ def _linearize(blocks: tuple, residuals: Callable, names: tuple, unravel: Callab
     return jnp.concatenate(rows), jnp.concatenate(jacs, axis=0)
 
 
-def residuals_of(terms_fn: Callable, owner: str) -> Callable:
-    """The residual form of ``terms_fn`` (its ``residuals`` attribute), or a clear error."""
-    residuals = getattr(terms_fn, "residuals", None)
-    if residuals is None:
+def residuals_of(loss: Any, owner: str) -> Callable:
+    """The residual form of ``loss`` (:class:`pinn.train.terms.Loss`), or a clear error."""
+    if loss.residuals is None:
         raise ValueError(
             f"{owner}: a Gauss-Newton stage needs the loss terms as residual vectors: give "
-            "the terms function an attribute terms_fn.residuals(params, batch) -> {name: "
-            "1-D array} with terms[name] == sum(square(residuals[name])) (the terms of "
-            "pinn.train.loss.assemble have it), or use LBFGS/SSBroyden for this stage.")
-    return residuals
+            "the loss its residual form, pinn.train.Loss(terms, residuals=...) with "
+            "residuals(params, batch) -> {name: 1-D array} and terms[name] == "
+            "sum(square(residuals[name])) (the loss of pinn.train.loss.assemble has it), or "
+            "use LBFGS/SSBroyden for this stage.")
+    return loss.residuals
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ class _GaussNewtonStage(Optimizer):
         del weighted
         name = type(self).__name__
         residuals = residuals_of(spec.terms_fn, name)
-        blocks = tuple(getattr(residuals, "pointwise", None) or ())
+        blocks = spec.terms_fn.pointwise
         names, rule, gtol = tuple(spec.names), self._rule(), self.gtol
         limit = self.max_jacobian
         # RBA: the multipliers held fixed

@@ -26,7 +26,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -534,12 +534,16 @@ def _interior_points(batch: Any, owner: str) -> jax.Array:
     return jnp.asarray(batch["__interior__"])
 
 
-def equation_residuals(terms_fn: TermsFn, owner: str) -> Callable:
-    """``terms_fn.equation_residuals``: ``(params, batch) -> {equation: residual at each
-    interior point}`` (unweighted; what :func:`pinn.train.loss.assemble` attaches)."""
-    fn = getattr(terms_fn, "equation_residuals", None)
+@runtime_checkable
+class _HasResiduals(Protocol):
+    equation_residuals: Callable | None
+
+
+def equation_residuals(loss: Any, owner: str) -> Callable:
+    """``loss.equation_residuals``: ``(params, batch) -> {equation: residual at each interior
+    point}`` (unweighted; what the loss of :func:`pinn.train.loss.assemble` carries)."""
+    fn = loss.equation_residuals if isinstance(loss, _HasResiduals) else None
     if fn is None:
         raise ValueError(f"{owner}: the loss has no equation_residuals (the residual at each "
                          "point); use a loss built by pinn.train.loss.assemble (pinn.setup).")
     return fn
-
