@@ -227,21 +227,26 @@ def _first(exc) -> str:
 
 
 def _points(built):
-    """``[N, len(coords)]`` float64 points in the domain (NumPy randomness, seeded) and, for
-    an evolution problem, the same points at the initial time."""
+    """``[N, len(coords)]`` float64 points in the domain (:class:`pinn.points.ProblemPoints`,
+    seeded) and, for an evolution problem, the same points at the initial time."""
+    import jax
     import numpy as np
 
+    from pinn.points import ProblemPoints
+
     problem = built.problem
-    space = problem.space
-    lo, hi = (np.asarray(b, np.float64).reshape(-1) for b in space.bounds)
-    rng = np.random.default_rng(0)
-    cand = rng.uniform(lo, hi, (4 * _SAMPLES, len(lo)))
-    inside = cand[np.asarray(space.contains(cand))][:_SAMPLES]
+    d = len(problem.coords)
+    with jax.enable_x64(True):
+        try:
+            pts = np.asarray(ProblemPoints(problem, dtype=np.float64).interior(
+                jax.random.key(0), _SAMPLES))[:, :d]
+        except ValueError:  # no interior to draw from: reported by its own check
+            return np.zeros((0, d)), None
     if not problem.is_evolution:
-        return inside, None
-    t0, t1 = problem.time.t0, problem.time.t1
-    t = rng.uniform(t0, t1, (len(inside), 1))
-    return np.concatenate([inside, t], 1), np.concatenate([inside, np.full_like(t, t0)], 1)
+        return pts, None
+    initial = pts.copy()
+    initial[:, -1] = problem.time.t0
+    return pts, initial
 
 
 def _values(built) -> None:

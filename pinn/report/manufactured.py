@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pinn.conditions import normal_symbols
 from pinn.dsl import calculus as K
 from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate_numpy
+from pinn.points import ProblemPoints
 
 REL_TOL = 1e-7
 
@@ -93,17 +95,6 @@ def _measure(problem, e: E.Expr, pts, extra=None) -> tuple[float, float]:
     return worst, scale
 
 
-def _with_time(problem, key, pts_space, n):
-    pts_space = np.asarray(pts_space, dtype=np.float64)
-    if problem.time is None:
-        return pts_space
-    import jax
-
-    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-    t = np.random.default_rng(seed).uniform(problem.time.t0, problem.time.t1, (n, 1))
-    return np.concatenate([pts_space, t], axis=1)
-
-
 def check(problem, n: int = 1000, seed: int = 0) -> list[TermCheck]:
     """Largest residual of each equation and condition on ``problem.exact`` (float64)."""
     import jax
@@ -113,9 +104,8 @@ def check(problem, n: int = 1000, seed: int = 0) -> list[TermCheck]:
     out: list[TermCheck] = []
     with jax.enable_x64(True):
         key = jax.random.key(seed)
-        k_int, k_t, key = jax.random.split(key, 3)
-        space = problem.space
-        pts = np.asarray(_with_time(problem, k_t, space.sample_interior(k_int, n), n))
+        k_int, key = jax.random.split(key)
+        pts = np.asarray(ProblemPoints(problem, dtype=np.float64).interior(k_int, n))
         missing = [f.name for f in problem.fields if f not in problem.exact]
         for name, eq in problem.equations.items():
             used = {f.name for f in K.fields_of(eq)}
@@ -126,40 +116,31 @@ def check(problem, n: int = 1000, seed: int = 0) -> list[TermCheck]:
             worst, scale = _measure(problem, _substitute_exact(problem, eq), pts)
             out.append(TermCheck(name, "equation", worst, scale, n))
         for name, c in problem.conditions.items():
-            key, k1, k2 = jax.random.split(key, 3)
-            out.append(_check_condition(problem, name, c, k1, k2, n))
+            key, k1 = jax.random.split(key)
+            out.append(_check_condition(problem, name, c, k1, n))
     return out
 
 
-def _boundary(problem, k1, k2, n, on):
-    bs = problem.space.sample_boundary(k1, n, on=on, coords=[c.name for c in problem.spatial])
-    pts = _with_time(problem, k2, bs.points, n)
-    normals = np.asarray(bs.normals, dtype=np.float64)
-    return np.asarray(pts, dtype=np.float64), normals
-
-
-def _region_points(problem, res, k1, k2, n):
+def _region_points(problem, res, key, n):
     """Points (and the normal symbols' values) where a condition's residuals hold."""
-    from pinn.conditions import normal_symbols
-
+    draw = ProblemPoints(problem, dtype=np.float64)
     on = res.on if isinstance(res.on, str) else None
     if on == "interior":
-        return np.asarray(_with_time(problem, k2, problem.space.sample_interior(k1, n), n)), {}
+        return np.asarray(draw.interior(key, n)), {}
     if on == "initial":
-        xs = np.asarray(problem.space.sample_interior(k1, n), dtype=np.float64)
-        return np.concatenate([xs, np.full((n, 1), problem.time.t0)], axis=1), {}
-    pts, normals = _boundary(problem, k1, k2, n, res.on)
+        return np.asarray(draw.initial(key, n)), {}
+    pts, normals = (np.asarray(a) for a in draw.boundary(key, n, res.on))
     syms = normal_symbols(len(problem.spatial))
     return pts, {s: normals[:, i] for i, s in enumerate(syms)}
 
 
-def _check_condition(problem, name, c, k1, k2, n) -> TermCheck:
+def _check_condition(problem, name, c, key, n) -> TermCheck:
     kind = c.kind
     try:
         res = c.residuals(problem, name)
         if res.points is not None:
             return _check_observations(problem, name, c, res)
-        pts, extra = _region_points(problem, res, k1, k2, n)
+        pts, extra = _region_points(problem, res, key, n)
         exprs = [_substitute_exact(problem, e) for e in res.exprs.values()]
         if res.match is None:
             checks = [_measure(problem, e, pts, extra) for e in exprs]
