@@ -47,6 +47,10 @@ from pinn.train.weighting import Causal
 __all__ = ["setup", "Run", "solve", "fem_run", "divergence", "train_windows",
            "ERROR_NEAR_ONE"]
 
+#: The network when none is given: the size the default recipe (a dense quasi-Newton
+#: stage) is made for; a problem file without ``model:`` gets the same.
+DEFAULT_MODEL = MLP(width=30, depth=3)
+
 #: A relative L2 error at or above this is "near 1": the network learned nothing useful.
 ERROR_NEAR_ONE = 0.9
 
@@ -306,7 +310,7 @@ def setup(problem, model=None, training: Training | None = None, *,
     ``metrics``: entries added to the run's metrics (e.g. the problem file).
     """
     compile_cache.enable()  # before anything compiles: a re-run loads its programs
-    model = model if model is not None else MLP(width=30, depth=3)
+    model = model if model is not None else DEFAULT_MODEL
     training = training if training is not None else Training()
     # each stage's precision (its own, else the run's or auto's), written into the stages
     # where they differ; the run's is the highest

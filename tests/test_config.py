@@ -393,9 +393,6 @@ def test_fem_reference_is_built_with_its_problem():
     assert set(ref.problem.conditions) == set(built.problem.conditions)
     again = pickle.loads(pickle.dumps(built.problem))
     assert isinstance(again.reference, FEMReference) and again.reference._solution is None
-    import importlib  # the old home still answers (old imports and pickles)
-
-    assert importlib.import_module("pinn.config.build").FEMReference is FEMReference
 
 
 def test_reference_options_and_kinds(tmp_path):

@@ -319,7 +319,8 @@ def test_rad_concentrates_points_where_the_residual_peaks():
     np.testing.assert_allclose(out["flat"].mean(0), [0.5, 0.5], atol=0.08)
     # reproducible from the key
     np.testing.assert_array_equal(np.asarray(f(KEY)["peaked"]), out["peaked"])
-    assert RAD(pool=5000).pool_size(100) == 5000 and RAD().pool_size(100) == 1000
+    assert RAD(pool=5000).pool_size(100) == 5000 and RAD().pool_size(100) == 100_000
+    assert RAD().pool_size(20_000) == 200_000
     with pytest.raises(ValueError, match="pool"):
         RAD(pool=10).pool_size(100)
     with pytest.raises(ValueError, match="k must be"):

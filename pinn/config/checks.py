@@ -47,7 +47,7 @@ _SAMPLES = 2048
 
 def check(built, *, memory: bool = True) -> None:
     """Raise :class:`ConfigError` for what would fail in training (see the module doc)."""
-    from pinn.config.build import check_training
+    from pinn.config.training import check_training
 
     check_training(built)
     exprs = _expressions(built.problem)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 
 from pinn.config import schema as S
-from pinn.config.context import Context
-from pinn.config.errors import ConfigError
+from pinn.config.context import RESERVED, Context
+from pinn.config.errors import ConfigError, suggest
+from pinn.dsl import expr as E
 
 
 def data_condition(ctx: Context, c: S.ConditionSpec, path, domain, exact, reference):
@@ -125,3 +126,114 @@ def generate_data(ctx: Context, g: S.GenerateArgs, path, domain, exact, referenc
     ref = reference(pts)
     fields = want if want is not None else [f for f in ctx.fields if f.name in ref]
     return pts, {f: np.asarray(ref[f.name], dtype=np.float64) for f in fields}
+
+
+# ---------------------------------------------------------------------------
+# coefficients and initial values given as data
+
+
+def _spatial(ctx: Context, spec: S.ProblemSpec) -> tuple:
+    return ctx.coords[:-1] if spec.domain.time is not None else ctx.coords
+
+
+def file_table(ctx: Context, spec: S.ProblemSpec | None, name: str, fv, path, *, over=None):
+    """The coefficient ``name`` read from ``fv.file`` (a :class:`~pinn.config.schema.
+    FileValues` or a coefficient spec with ``file``), as an expression of ``fv.coords``
+    (default ``over``, else the spatial coordinates, or all of them when the file has a
+    column for each)."""
+    from pinn.dsl import tables as T
+
+    fpath = tuple(path) + ("file",)
+    full = fv.file if os.path.isabs(fv.file) else os.path.join(ctx.base_dir, fv.file)
+    if not os.path.isfile(full):
+        raise ctx.error(fpath, f"no file {fv.file!r} (looked for {full})")
+    try:
+        data, names = T.read_table(full)
+    except (OSError, ValueError) as exc:
+        raise ctx.error(fpath, f"cannot read {fv.file}: {exc}") from None
+    known = {c.name: c for c in ctx.coords}
+    if fv.coords is not None:
+        for i, n in enumerate(fv.coords):
+            if n not in known:
+                raise ctx.error(tuple(path) + ("coords", i), f"unknown coordinate '{n}'"
+                                f"{suggest(n, known)} (coords: {', '.join(known)})")
+        args = tuple(known[n] for n in fv.coords)
+    elif names is not None and all(n in known for n in names[:-1]):
+        args = tuple(known[n] for n in names[:-1])
+    else:
+        space = tuple(over) if over is not None else _spatial(ctx, spec)
+        args = space if data.shape[1] != len(ctx.coords) + 1 or over is not None \
+            else ctx.coords
+    if data.shape[1] != len(args) + 1:
+        cols = ", ".join(c.name for c in args)
+        raise ctx.error(fpath, f"{fv.file} has {data.shape[1]} column(s); {name} of ({cols}) "
+                        f"needs {len(args) + 1}: the coordinates {cols}, then the value (or "
+                        "name the columns with coords: [...])")
+    try:
+        table = T.table_from_points(data[:, :-1], data[:, -1], fv.interpolation or "linear",
+                                    resample=fv.resample, source=full)
+    except ValueError as exc:
+        raise ctx.error(fpath, str(exc).replace(full + ": ", fv.file + ": ")) from None
+    return E.Tabulated(name, table, args)
+
+
+def coefficients(ctx: Context, spec: S.ProblemSpec) -> None:
+    """``coefficients:``: data tables, piecewise expressions and tables of cells, each
+    a name later expressions may use."""
+    from pinn.dsl.builders import cells, piecewise
+
+    for name, c in spec.coefficients.items():
+        path = ("coefficients", name)
+        if name in RESERVED:
+            raise ctx.error(path, f"'{name}' is a built-in name of the PDE language; choose "
+                            "another name")
+        if name in ctx.namespace:
+            raise ctx.error(path, f"'{name}' is already declared (a coordinate, field, "
+                            "parameter or definition); choose another name")
+        kind = c.kind
+        if kind == "file":
+            node = file_table(ctx, spec, name, c, path)
+        elif kind == "piecewise":
+            pieces = []
+            last = len(c.piecewise) - 1
+            for i, p in enumerate(c.piecewise):
+                ppath = path + ("piecewise", i)
+                if p.where is None and i != last:
+                    raise ctx.error(ppath, "only the last piece may go without 'where' (the "
+                                    "value everywhere else)")
+                value = ctx.expr(p.value, ppath + ("value",), what="value")
+                if p.where is None:
+                    pieces.append(value)
+                    continue
+                cond = ctx.expr(p.where, ppath + ("where",), what="condition")
+                if not isinstance(cond, (E.Compare, E.And, E.Or, E.Not)):
+                    raise ctx.error(ppath + ("where",), f"'{p.where}' is not a condition; "
+                                    "write a comparison such as \"x < 0.5\"")
+                pieces.append((cond, value))
+            node = piecewise(*pieces)
+        else:
+            cpath = path + ("cells",)
+            known = {co.name: co for co in ctx.coords}
+            over = []
+            for n in c.cells.edges:
+                if n not in known:
+                    raise ctx.error(cpath + ("edges", n), f"unknown coordinate '{n}'"
+                                    f"{suggest(n, known)} (coords: {', '.join(known)})")
+                over.append(known[n])
+            values = _cell_values(ctx, c.cells.values, cpath + ("values",))
+            try:
+                node = cells(over, list(c.cells.edges.values()), values)
+            except (TypeError, ValueError) as exc:
+                raise ctx.error(cpath, str(exc).removeprefix("cells: ")) from None
+        ctx.no_fields(node, path, "a coefficient cannot use fields ({names}); write it in "
+                      "the coordinates and parameters")
+        ctx.namespace[name] = node
+
+
+def _cell_values(ctx: Context, values, path):
+    """The nested lists of a table of cells, each entry parsed as an expression."""
+    if isinstance(values, list):
+        return [_cell_values(ctx, v, tuple(path) + (i,)) for i, v in enumerate(values)]
+    if isinstance(values, bool) or not isinstance(values, (int, float, str)):
+        raise ctx.error(path, f"a cell value is a number or an expression, got {values!r}")
+    return ctx.expr(values, path, what="cell value")

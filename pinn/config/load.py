@@ -30,8 +30,45 @@ def load_spec(path: str | None = None, overrides: Sequence[str] = (), *,
         raise ConfigError(Issue(
             f"a problem file is a mapping of sections (name, domain, equations, ...), "
             f"not {S._kind(data)}; {EXAMPLE}", (), source.location(())))
+    for item in overrides:
+        _defaults_along(data, item.partition("=")[0].strip().split("."))
     apply_overrides(data, source, overrides)
     return validate(data, source), source
+
+
+def _defaults_along(data: dict, parts: list[str]) -> None:
+    """Fill the sections an override path goes through, where the file leaves them out,
+    with their defaults as data (``--set training.stages.0.steps=500`` on a file without
+    ``training:`` sets the default recipe's first stage, not a new mapping)."""
+    node, path = data, []
+    for part in parts[:-1]:
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                return
+            node, path = node[int(part)], [*path, int(part)]
+            continue
+        if not isinstance(node, dict):
+            return
+        if node.get(part) is None:
+            default = _default_at(path, part)
+            if default is None:
+                return
+            node[part] = default
+        node, path = node[part], [*path, part]
+
+
+def _default_at(path: list, key: str):
+    """The schema's default of ``key`` in the model at ``path``, as YAML data (None: none)."""
+    model = model_at(tuple(path))
+    field = model.model_fields.get(key) if model is not None else None
+    if field is None or field.is_required():
+        return None
+    value = field.get_default(call_default_factory=True)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True, by_alias=True)
+    if isinstance(value, list) and value and isinstance(value[0], BaseModel):
+        return [v.model_dump(mode="json", exclude_none=True, by_alias=True) for v in value]
+    return None
 
 
 def validate(data: dict, source: Source) -> S.ProblemSpec:

@@ -841,7 +841,7 @@ class RADArgs(Strict):
 
     k: NonNegative = 1.0
     c: NonNegative = 1.0
-    pool: Count = 100_000
+    pool: Count | None = None  # the library's: max(100 000, 10 x interior)
 
 
 Sampler = Literal["uniform", "sobol", "halton", "lhs", "grid"]

@@ -213,7 +213,7 @@ class RAD(Sampler):
     the PDE residual ``r`` on them and keeps ``n`` drawn without replacement with
     probability proportional to ``|r|^k / mean(|r|^k) + c`` (:func:`rad_select`).
     ``k = 0`` or a large ``c`` is close to uniform; ``c = 0`` follows the
-    residual only.  ``pool``: number of candidates (default ``10 * n``).
+    residual only.  ``pool``: number of candidates (default ``max(100_000, 10 * n)``).
     Used directly as a shape's sampler, it samples like ``base``.
     """
 
@@ -233,8 +233,9 @@ class RAD(Sampler):
             raise ValueError("RAD base must be a plain sampler (Uniform, Sobol, ...), not RAD")
 
     def pool_size(self, n: int) -> int:
-        """How many candidates are drawn for ``n`` points (``pool``, default ``10 * n``)."""
-        size = 10 * n if self.pool is None else self.pool
+        """How many candidates are drawn for ``n`` points (``pool``, default ``max(100_000,
+        10 * n)``)."""
+        size = max(100_000, 10 * n) if self.pool is None else self.pool
         if size < n:
             raise ValueError(
                 f"RAD pool of {size} candidates cannot give {n} points; set pool >= {n}"

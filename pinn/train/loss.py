@@ -228,7 +228,7 @@ def _interior_sampler(draw: ProblemPoints, points: Points, residual_magnitude):
     from pinn.geometry import rad_select
 
     rad = points.rad
-    pool = int(rad.pool or 8 * n_int)
+    pool = rad.pool_size(n_int)
 
     def sample_rad(key, params):
         k1, k2 = jax.random.split(key)

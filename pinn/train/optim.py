@@ -123,8 +123,9 @@ class Adam(FirstOrder):
     Args:
         lr: peak learning rate.
         warmup: steps of linear warm-up from 0 to ``lr``.
-        decay: ``None`` (constant after warm-up), ``"exponential"`` (``lr * decay_rate **
-            (k / decay_steps)`` after warm-up) or ``"cosine"`` (to 0 over ``decay_steps``).
+        decay: ``"exponential"`` (the default: ``lr * decay_rate ** (k / decay_steps)`` after
+            warm-up), ``"cosine"`` (to 0 over ``decay_steps``) or ``None`` (constant after
+            warm-up).
         decay_rate: factor per ``decay_steps`` for exponential decay.
         decay_steps: exponential: steps per factor ``decay_rate`` (default: a tenth of the
             stage after warm-up); cosine: length of the decay (default: the rest of the stage).
@@ -134,7 +135,7 @@ class Adam(FirstOrder):
 
     lr: float = 1e-3
     warmup: int = 0
-    decay: Decay = None
+    decay: Decay = "exponential"
     decay_rate: float = 0.9
     decay_steps: int | None = None
     b1: float = 0.9

@@ -13,7 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .optim import Optimizer, as_optimizer, check_int
+from pinn.geometry.samplers import Uniform
+
+from .optim import Adam, Optimizer, as_optimizer, check_int
+from .quasi_newton import SSBroyden
+from .weighting import Fixed
 
 __all__ = ["Training", "Points", "Stage", "MIXED", "precision_scope", "stage_precisions",
            "run_bits", "precision_bits", "DEFAULT_CHUNK", "default_stages"]
@@ -32,7 +36,7 @@ class Points:
     ``boundary``: points for each boundary condition; ``initial``: points at
     the initial time for each initial condition.  ``resample_every``: draw new
     points every K steps (``None``, or 0 as in YAML: never; stored as ``None``).
-    ``sampler``: a geometry sampler object (default uniform random); ``rad``:
+    ``sampler``: a geometry sampler object (default :class:`~pinn.geometry.Uniform`); ``rad``:
     residual-based adaptive sampling of the interior points (a ``pinn.geometry.RAD``),
     or None.
     """
@@ -41,7 +45,7 @@ class Points:
     boundary: int = 1024
     initial: int = 1024
     resample_every: int | None = 100
-    sampler: Any = None
+    sampler: Any = field(default_factory=Uniform)
     rad: Any = None
 
     def __post_init__(self):
@@ -100,9 +104,6 @@ def default_stages() -> tuple[Stage, ...]:
     ends 2-4 orders of magnitude below Adam + L-BFGS in float32, in less time
     (benchmarks/RESULTS.md). Made for networks of up to a few thousand parameters (the
     default 3 x 30 MLP has ~2 000): its inverse Hessian is dense."""
-    from .optim import Adam
-    from .quasi_newton import SSBroyden
-
     return (Stage(Adam(lr=5e-3, decay="exponential", decay_rate=0.98, decay_steps=1000), 2000),
             Stage(SSBroyden(resample_every=500), 3000))
 
@@ -126,7 +127,7 @@ class Training:
 
     stages: Sequence[Any] = field(default_factory=default_stages)
     points: Points = field(default_factory=Points)
-    weighting: Any = None
+    weighting: Any = field(default_factory=Fixed)
     seed: int = 0
     chunk: int = DEFAULT_CHUNK
     eval_every: int | None = 1000
