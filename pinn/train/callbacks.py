@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import math
 
-from .core import warn
 from .history import float_or_none
 from .observers import ChunkEvent, Observer, RunInfo
-from .result import TrainResult
+from .result import TrainResult, warn
 
 __all__ = ["EarlyStopping", "record_stop", "monitored"]
 

@@ -27,9 +27,7 @@ import concurrent.futures
 import contextlib
 import functools
 import logging
-import sys
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import microbatch as _micro
+from .result import warn
 from .scaling import PdeScale, Sampled
 from .sharding import make_sharding
 from .spec import MIXED, Stage, Training, precision_bits, precision_scope
@@ -46,17 +45,9 @@ from .steps import RUNNING, all_finite, strong
 from .terms import Loss
 from .weighting import with_multipliers
 
-__all__ = ["Core", "warn", "compiler_options"]
+__all__ = ["Core", "compiler_options"]
 
 log = logging.getLogger(__name__)
-
-def warn(message: str, category: type[Warning] = UserWarning) -> None:
-    """``warnings.warn`` attributed to the first caller outside ``pinn.train`` (the user)."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("pinn.train"):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
-
 
 def _cast(tree: Any, dtype: Any) -> Any:
     """``tree`` with its floating leaves in ``dtype`` (integers, booleans and keys as they
@@ -259,7 +250,7 @@ class Core:
         sharding = make_sharding(training.devices)
         if sharding is not None:
             sharding.check_batch(batch_shape)
-        micro = _micro_count(training.micro_batch, batch_shape, sharding, weighting)
+        micro = _micro.for_weighting(training.micro_batch, batch_shape, sharding, weighting)
         core = Core(loss, sample_fn, weighting, list(training.stages),
                     training.points.resample_every,
                     list(terms_shape), has_aux, dtype, pde_scale, batch_shape,
@@ -487,24 +478,3 @@ class Core:
     def skip_to(self, state: Any, step: int) -> Any:
         """``state`` with its step counter moved to ``step`` (a stage stopped early)."""
         return self.place({**state, "step": jnp.asarray(step, jnp.int32)})
-
-
-def _micro_count(micro_batch: int | None, batch_shape: Any, sharding: Any, weighting: Any) -> int:
-    """Micro-batches per step; refuses a weighting whose terms are not means over points."""
-    if micro_batch is None:
-        return 1
-    if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1:
-        raise ValueError(f"run: micro_batch must be an integer >= 1 (points per micro-batch "
-                         f"and device) or None, got {micro_batch!r}.")
-    m = _micro.count(micro_batch, batch_shape, 1 if sharding is None else sharding.size)
-    from .weighting import Causal
-
-    if m > 1 and isinstance(weighting, Causal):
-        raise ValueError(
-            "run: micro_batch cannot split causally weighted terms (their weights depend on "
-            "every point of the batch); use a larger micro_batch (or none) with Causal, or "
-            "another weighting.")
-    if m > 1 and type(weighting).__name__ == "GradNorm":
-        warn("run: GradNorm recomputes its weights on the whole batch (not in micro-batches); "
-             "its memory is that of one full-batch gradient per term.", RuntimeWarning)
-    return m

@@ -22,9 +22,9 @@ import numpy as np
 
 from . import observers as _obs
 from .checkpoint import CheckpointError, intact_checkpoint, load_checkpoint, read_header
-from .core import Core, warn
+from .core import Core
 from .history import as_float, float_or_none, history_row
-from .result import Interrupted, TrainingDiverged, TrainResult
+from .result import Interrupted, TrainingDiverged, TrainResult, warn
 from .spec import Training
 from .steps import RUNNING, STALLED, STATUS_NAMES
 from .weighting import Fixed, Weighting
@@ -302,6 +302,22 @@ def _observers(
     return chosen
 
 
+def _checked(training: Any, weighting: Any, observers: Any) -> Weighting:
+    """The run's weighting (``training``'s unless given), the arguments checked."""
+    if not isinstance(training, Training):
+        raise TypeError(f"run: training must be a pinn.Training(stages=[...], ...), got "
+                        f"{training!r}.")
+    weighting = weighting if weighting is not None else (training.weighting or Fixed())
+    if not isinstance(weighting, Weighting):
+        raise TypeError("run: weighting must be a pinn.train.Weighting such as Fixed(), "
+                        f"GradNorm() or Causal(), got {weighting!r}.")
+    for obs in observers or ():
+        if not isinstance(obs, _obs.Observer):
+            raise TypeError("run: each observer must be a pinn.train.Observer (init(info), "
+                            f"on_chunk(event), close(result)), got {obs!r}.")
+    return weighting
+
+
 def _resume_point(checkpoint_dir: Any) -> Path | None:
     """The newest intact checkpoint; a damaged newer one is skipped with a warning."""
     path, skipped = intact_checkpoint(checkpoint_dir)
@@ -362,8 +378,8 @@ def run(
             starts fresh if there is none.
         evaluate: ``evaluate(params) -> {name: number}`` (errors against the truth), every
             ``training.eval_every`` steps and at the end; logged as ``eval.<name>``.
-        on_chunk: called with each chunk's history row and each roll-back event.
-        progress: show progress (a bar on a terminal, lines otherwise).
+        on_chunk: called with each chunk's history row and each roll-back event;
+            ``progress``: show progress (a bar on a terminal, lines otherwise).
         max_retries, rollback_factor: consecutive roll-backs allowed before
             :class:`TrainingDiverged`, and the learning-rate factor of each.
         handle_signals: catch SIGINT/SIGTERM (main thread only) and stop cleanly with
@@ -375,13 +391,7 @@ def run(
         TrainingDiverged: the loss stayed non-finite after ``max_retries`` roll-backs.
         Interrupted: on SIGINT/SIGTERM, after saving a checkpoint.
     """
-    if not isinstance(training, Training):
-        raise TypeError(f"run: training must be a pinn.Training(stages=[...], ...), got "
-                        f"{training!r}.")
-    weighting = weighting if weighting is not None else (training.weighting or Fixed())
-    if not isinstance(weighting, Weighting):
-        raise TypeError("run: weighting must be a pinn.train.Weighting such as Fixed(), "
-                        f"GradNorm() or Causal(), got {weighting!r}.")
+    weighting = _checked(training, weighting, observers)
     if out_dir is not None and checkpoint_dir is None:
         checkpoint_dir = Path(out_dir) / "checkpoints"
     if resume and checkpoint_dir is None:
@@ -393,10 +403,6 @@ def run(
         checkpoint_dir=checkpoint_dir, checkpoint_every=training.checkpoint_every,
         keep_checkpoints=keep_checkpoints,
     )
-    for obs in observers or ():
-        if not isinstance(obs, _obs.Observer):
-            raise TypeError("run: each observer must be a pinn.train.Observer (init(info), "
-                            f"on_chunk(event), close(result)), got {obs!r}.")
     core, params = Core.build(terms_fn, params, training, sample_fn=sample_fn, key=key,
                               weighting=weighting)
     resume_from = _resume_point(checkpoint_dir) if resume else None

@@ -22,6 +22,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from .result import warn
+from .weighting import Causal
+
 __all__ = ["count", "split", "accumulated", "batch_points"]
 
 
@@ -152,3 +155,22 @@ def memory_per_point(terms_fn: Callable, params: Any, batch: Any) -> dict:
     return {"bytes_per_point": per_point, "fixed_bytes": fixed, "points": n_full,
             "device": f"{device.platform}:{getattr(device, 'device_kind', '')}",
             "device_bytes": limit, "points_that_fit": fits}
+
+
+def for_weighting(micro_batch: int | None, batch_shape: Any, sharding: Any, weighting: Any) -> int:
+    """Micro-batches per step; refuses a weighting whose terms are not means over points."""
+    if micro_batch is None:
+        return 1
+    if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1:
+        raise ValueError(f"run: micro_batch must be an integer >= 1 (points per micro-batch "
+                         f"and device) or None, got {micro_batch!r}.")
+    m = count(micro_batch, batch_shape, 1 if sharding is None else sharding.size)
+    if m > 1 and isinstance(weighting, Causal):
+        raise ValueError(
+            "run: micro_batch cannot split causally weighted terms (their weights depend on "
+            "every point of the batch); use a larger micro_batch (or none) with Causal, or "
+            "another weighting.")
+    if m > 1 and type(weighting).__name__ == "GradNorm":
+        warn("run: GradNorm recomputes its weights on the whole batch (not in micro-batches); "
+             "its memory is that of one full-batch gradient per term.", RuntimeWarning)
+    return m

@@ -40,9 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import list_checkpoints, save_checkpoint
-from .core import warn
 from .history import HistoryWriter, as_float, read_history
-from .result import TrainingDiverged, TrainResult
+from .result import TrainingDiverged, TrainResult, warn
 from .spec import Stage
 from .steps import NONFINITE, RUNNING, STATUS_NAMES
 

@@ -3,11 +3,21 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TrainResult", "TrainingDiverged", "Interrupted"]
+__all__ = ["TrainResult", "TrainingDiverged", "Interrupted", "warn"]
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first caller outside ``pinn.train`` (the user)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pinn.train"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class TrainingDiverged(RuntimeError):
