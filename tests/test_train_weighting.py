@@ -107,7 +107,9 @@ def test_adam_schedules_closed_form():
     np.testing.assert_allclose([s(5), s(10), s(30), s(50)], [5e-3, 1e-2, 5e-3, 2.5e-3], rtol=1e-6)
     cos = Adam(lr=1e-3, decay="cosine").schedule(100)
     np.testing.assert_allclose([cos(0), cos(50), cos(100)], [1e-3, 5e-4, 0.0], atol=1e-9)
-    assert float(Adam(lr=3e-3).schedule(100)(77)) == pytest.approx(3e-3)
+    assert float(Adam(lr=3e-3, decay=None).schedule(100)(77)) == pytest.approx(3e-3)
+    # the default: exponential, 0.9 per tenth of the stage
+    assert float(Adam(lr=3e-3).schedule(100)(20)) == pytest.approx(3e-3 * 0.81, rel=1e-6)
     with pytest.raises(ValueError, match="'linear'"):
         Adam(decay="linear")
     with pytest.raises(ValueError, match="lr"):
