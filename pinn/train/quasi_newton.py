@@ -279,9 +279,9 @@ class _Rules(NamedTuple):
     fresh: jax.Array
     c1: float
     c2: float
-    max_step: float
+    max_step: jax.Array
     approx: float
-    interval: float
+    interval: jax.Array
 
 
 def _cubic_step(a, fa, da, b, fb, db):
@@ -343,26 +343,35 @@ def _trial(c: _Search, f: jax.Array, g: jax.Array, da: jax.Array, r: _Rules) -> 
 def wolfe_search(value_and_grad: Any, x: jax.Array, f0: jax.Array, g0: jax.Array,
                  d: jax.Array, fresh: jax.Array, max_trials: int, c1: float = 1e-4,
                  c2: float = 0.9, max_step: float = 1e3, approx: float = 1e-6,
-                 interval: float = 1e-5) -> tuple[jax.Array, ...]:
+                 interval: float = 10.0, alpha0: jax.Array | float = 1.0
+                 ) -> tuple[jax.Array, ...]:
     """A strong-Wolfe line search along ``d`` from ``x`` (``f0``, ``g0``: value and gradient
     there), the bracketing and zoom phases of Nocedal & Wright (Algorithms 3.5, 3.6; cubic
     interpolation; the approximate sufficient decrease of Hager & Zhang within ``approx``
     of ``f0``, as optax's) as one loop with one call of ``value_and_grad``: traced once, the
     step program compiles in about half the time of optax's zoom line search, which calls
-    it in three places. The first trial is the step 1. ``fresh``: ``f0``/``g0`` are unknown
-    (a new batch, a restart): the only trial is ``x`` itself.
+    it in three places. The first trial is the step ``alpha0`` (1: a quasi-Newton step),
+    steps grow to at most ``max_step * alpha0``. ``fresh``: ``f0``/``g0`` are unknown (a
+    new batch, a restart): the only trial is ``x`` itself.
 
     Returns ``(alpha, f, g, moved, trials)``: the step taken, the value and gradient there,
     whether it moved, and the evaluations made. Without a strong-Wolfe step in
-    ``max_trials`` evaluations (or once the bracket is narrower than ``interval``, as
-    optax's) it takes the lowest value seen if below ``f0``, else none.
+    ``max_trials`` evaluations, or once the bracket is too narrow to tell its ends apart
+    (the step across it below ``interval`` times the rounding of ``x``: ``interval * eps *
+    |x|``), it takes the lowest value seen if below ``f0``, else none. A stall there is the
+    loss's rounding floor, not a step too long for the curvature (a bracket of 1e-5, as
+    optax's, gave up on steps of 1e-7 that a stiff loss needs).
     """
     dt = f0.dtype
     slope = jnp.vdot(g0, d)
     zero = jnp.zeros((), dt)
-    rules = _Rules(f0, slope, fresh, c1, c2, max_step, approx, interval)
+    alpha0 = jnp.asarray(alpha0, dt)
+    eps = jnp.finfo(dt).eps
+    width = interval * eps * jnp.maximum(jnp.linalg.norm(x), 1.0) / jnp.maximum(
+        jnp.linalg.norm(d), jnp.finfo(dt).tiny)
+    rules = _Rules(f0, slope, fresh, c1, c2, max_step * alpha0, approx, width)
     start = _Search(
-        trials=jnp.zeros((), jnp.int32), alpha=jnp.where(fresh, zero, jnp.ones((), dt)),
+        trials=jnp.zeros((), jnp.int32), alpha=jnp.where(fresh, zero, alpha0),
         zoom=jnp.asarray(False), a_prev=zero, f_prev=f0, d_prev=slope, lo=zero, f_lo=f0,
         d_lo=slope, hi=zero, f_hi=f0, d_hi=slope, done=jnp.asarray(False),
         tight=jnp.asarray(False), best_a=zero,
@@ -470,9 +479,13 @@ class LineSearch(Optimizer):
             fresh, lambda: (jax.tree.map(jnp.zeros_like, params), memory),
             lambda: direction.update(unravel(g0), memory, params))
         d = ravel_pytree(d_tree)[0]
+        # from an empty memory the direction is -g: a first trial of unit length (as
+        # SciPy's first BFGS step), not the step 1 along a gradient of norm 1e3
+        alpha0 = jnp.where(self.fresh_memory((memory, line)),
+                           jnp.minimum(1.0, 1.0 / jnp.maximum(jnp.linalg.norm(d), 1e-30)), 1.0)
         value_and_grad = jax.value_and_grad(lambda z: f(unravel(z)))
         alpha, f1, g1, moved, trials = wolfe_search(
-            value_and_grad, x, f0, g0, d, fresh, self.max_linesearch_steps)
+            value_and_grad, x, f0, g0, d, fresh, self.max_linesearch_steps, alpha0=alpha0)
         step = jnp.where(moved, alpha, 0.0) * d
         line = LineState(f1, g1, jnp.asarray(alpha, line.step.dtype),
                          jnp.asarray(trials, jnp.int32))
