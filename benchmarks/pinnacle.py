@@ -196,10 +196,13 @@ class Budget(Observer):
         pass
 
 
-def joint_l2re(pred: dict, truth: dict, shift=()) -> float | None:
+def joint_l2re(pred: dict, truth: dict, shift=(), times=None) -> float | None:
     """PINNacle's L2RE: all fields as one array, ``||pred - truth|| / ||truth||`` (a field
-    defined up to a constant compared after removing the mean of the difference)."""
+    defined up to a constant compared after removing the mean of the difference, at each
+    time with ``times``: pinn.evaluate.free_part)."""
     import numpy as np
+
+    from pinn import evaluate as ev
 
     num = den = 0.0
     used = False
@@ -211,7 +214,8 @@ def joint_l2re(pred: dict, truth: dict, shift=()) -> float | None:
         ok = np.isfinite(t) & np.isfinite(p)
         d, t = p[ok] - t[ok], t[ok]
         if name in shift and d.size:
-            d, t = d - d.mean(), t - t.mean()
+            at = None if times is None else np.asarray(times, dtype=np.float64)[ok]
+            d, t = d - ev.free_part(d, at), t - ev.free_part(t, at)
         num, den, used = num + float(d @ d), den + float(t @ t), True
     if not used or den == 0:
         return None
@@ -282,7 +286,8 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
         if m.get("rel_l2_ref_points"):
             pts = np.asarray(problem.reference.points, dtype=np.float64)
             pred = ev.predict_in_chunks(sol.evaluate, pts)
-            out["l2re"] = joint_l2re(pred, problem.reference.values, shift)
+            out["l2re"] = joint_l2re(pred, problem.reference.values, shift,
+                                     ev.point_times(problem, pts))
             out["where"] = f"the reference's {len(pts)} points"
             out["rel_l2_ref_points"] = m["rel_l2_ref_points"]
             if entry.exact_at_points == "cole_hopf":  # Burgers: the exact solution there
@@ -295,7 +300,7 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
         elif problem.reference is not None or problem.exact:
             s = sol.score()
             out["l2re"] = joint_l2re(s.pred, None if s.truth is None else s.truth.values,
-                                     s.shift)
+                                     s.shift, s.times)
             out["where"] = f"the evaluation grid ({int(s.grid.mask.sum())} points)"
         else:
             out["l2re"] = None

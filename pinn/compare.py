@@ -86,13 +86,14 @@ def _error_maps(out_dir: Path, problem, grid, truth, preds: Mapping[str, dict],
                 snapshots: int) -> list[tuple[str, str]]:
     """``errors_<field>.png``, one panel per method; ``[(caption, file name)]``."""
     shift = ev.up_to_constant(problem)
+    times = ev.point_times(problem, grid.points)
     images = []
     for name in (truth.values if truth is not None else {}):
         errs = {}
         for label, f in preds.items():
             if name in f:
                 d = f[name] - truth.values[name]
-                errs[label] = grid.full(d - np.nanmean(d) if name in shift else d)
+                errs[label] = grid.full(d - ev.free_part(d, times) if name in shift else d)
         if errs:
             fname = f"errors_{name}.png"
             plots.error_maps_figure(grid, name, errs, out_dir / fname, snapshots=snapshots)

@@ -44,8 +44,8 @@ from pinn.train.observers import Progress
 from pinn.train.spec import MIXED, Training, precision_scope, run_bits
 from pinn.train.weighting import Causal
 
-__all__ = ["setup", "Run", "solve", "fem_run", "divergence", "train_windows",
-           "ERROR_NEAR_ONE"]
+__all__ = ["setup", "Run", "solve", "fem_run", "divergence", "advice", "train_windows",
+           "ERROR_NEAR_ONE", "LOSS_FELL"]
 
 #: The network when none is given: the size the default recipe (a dense quasi-Newton
 #: stage) is made for; a problem file without ``model:`` gets the same.
@@ -53,6 +53,9 @@ DEFAULT_MODEL = MLP(width=30, depth=3)
 
 #: A relative L2 error at or above this is "near 1": the network learned nothing useful.
 ERROR_NEAR_ONE = 0.9
+#: A loss that fell by at least this factor while an error stays near 1: the network fits
+#: the equations, and the equations do not fix the truth.
+LOSS_FELL = 100.0
 
 
 def _count(tree) -> int:
@@ -63,7 +66,7 @@ def divergence(history: Sequence[dict], rel_l2: dict | None = None) -> str | Non
     """Why a finished run did not converge, or ``None``: its last loss is non-finite or
     above its first (the history's ``loss``, roll-back rows aside), or a field's relative
     L2 error (``rel_l2``) is at least :data:`ERROR_NEAR_ONE`."""
-    losses = [r.get("loss") for r in history if r.get("event") != "rollback" and "loss" in r]
+    losses = _losses(history)
     reasons = []
     if losses:
         first, last = losses[0], losses[-1]
@@ -76,6 +79,31 @@ def divergence(history: Sequence[dict], rel_l2: dict | None = None) -> str | Non
             reasons.append(f"the relative L2 error of {name} is {err:.3g}" if err is not None
                            else f"the relative L2 error of {name} is not finite")
     return "; ".join(reasons) or None
+
+
+def _losses(history: Sequence[dict]) -> list:
+    """The history's losses in order, roll-back rows aside."""
+    return [r.get("loss") for r in history if r.get("event") != "rollback" and "loss" in r]
+
+
+def advice(history: Sequence[dict], rel_l2: dict | None = None) -> str:
+    """What to do about a run that :func:`divergence` says did not converge. A loss that
+    fell by :data:`LOSS_FELL` or more while a field's error stays near 1: the network fits
+    the equations but they do not fix the truth (check the conditions); otherwise (the
+    loss rose, became non-finite or hardly fell): the optimisation's advice."""
+    losses = _losses(history)
+    near_one = [name for name, err in (rel_l2 or {}).items()
+                if err is not None and math.isfinite(err) and err >= ERROR_NEAR_ONE]
+    if losses and near_one:
+        first, last = losses[0], losses[-1]
+        if (first is not None and last is not None and math.isfinite(first)
+                and math.isfinite(last) and first > 0 and last <= first / LOSS_FELL):
+            which = ", ".join(near_one)
+            return (f"the loss fell from {first:.3g} to {last:.3g}, so the network fits the "
+                    f"equations but not the truth of {which}: check the conditions (a field "
+                    "determined only up to a constant or a function of time, a missing "
+                    "boundary or initial condition, a wrong sign)")
+    return "lower the learning rate, train longer or check the problem scaling"
 
 
 @dataclass
@@ -194,7 +222,8 @@ def finish(sol: Solution, problem, gave_up: str | None = None) -> None:
     """Score a trained ``sol`` into its metrics (on the evaluation grid, at a file
     reference's own points, over a parametric problem's ranges) and judge convergence:
     ``metrics["converged"]``, ``metrics["divergence"]`` and a ``RuntimeWarning`` saying why
-    not (``gave_up``: the NaN guard's reason, if it gave up)."""
+    not and what to do (:func:`advice`; ``gave_up``: the NaN guard's reason, if it gave
+    up)."""
     with precision_scope(sol.precision):
         if ev.has_truth(problem):
             sol.metrics.update(sol.score().metrics())
@@ -203,14 +232,14 @@ def finish(sol: Solution, problem, gave_up: str | None = None) -> None:
                 sol.metrics.update(at_points)
             if problem.ranged:  # a parametric problem: the errors over its ranges
                 sol.metrics["param_grid"] = sol.errors_over_params()
-    why = "; ".join(w for w in (gave_up, divergence(sol.history,
-                                                     sol.metrics.get("rel_l2"))) if w)
+    rel_l2 = sol.metrics.get("rel_l2")
+    why = "; ".join(w for w in (gave_up, divergence(sol.history, rel_l2)) if w)
     why = why or None
     sol.metrics["converged"] = why is None
     if why is not None:
         sol.metrics["divergence"] = why
-        warnings.warn(f"{problem.name}: the run did not converge: {why}; lower "
-                      "the learning rate, train longer or check the problem scaling",
+        todo = advice([] if gave_up else sol.history, rel_l2)
+        warnings.warn(f"{problem.name}: the run did not converge: {why}; {todo}",
                       RuntimeWarning, stacklevel=3)
 
 
@@ -253,7 +282,7 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
         pts = np.asarray(own, dtype=np.float64)[keep]
         ref = {k: np.asarray(v, dtype=np.float64)[keep]
                for k, v in problem.reference.values.items()}
-    shift = ev.up_to_constant(problem)
+    shift, times = ev.up_to_constant(problem), ev.point_times(problem, pts)
     apply_j = jax.jit(apply, compiler_options=compiler_options())
     x = jnp.asarray(pts, dtype)
 
@@ -263,7 +292,7 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
         net = jax.tree.map(lambda a: np.asarray(a, dtype), p["net"])
         out = np.asarray(apply_j(net, x))
         pred = {f: out[:, i] for i, f in enumerate(problem.field_names)}
-        errs = ev.field_errors(pred, ref, shift)["rel_l2"]
+        errs = ev.field_errors(pred, ref, shift, times)["rel_l2"]
         return {f"rel_l2_{k}": v for k, v in errs.items()}
 
     def ahead(net) -> threading.Thread:

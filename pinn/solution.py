@@ -195,7 +195,8 @@ class Solution:
         truth = ev.truth(self.problem, pts)
         if truth is None:
             return {"rel_l2": {}, "max_abs_error": {}}
-        return ev.field_errors(self.evaluate(pts), truth.values, ev.up_to_constant(self.problem))
+        return ev.field_errors(self.evaluate(pts), truth.values, ev.up_to_constant(self.problem),
+                               ev.point_times(self.problem, pts))
 
     # -- persistence ----------------------------------------------------------------
     def save(self, directory, *, report: bool = True, snapshots: int = 4) -> Path:

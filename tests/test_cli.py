@@ -172,6 +172,47 @@ def test_validate_catches_a_sign_error(capsys, tmp_path):
     assert "does not satisfy heat" in err and err.count("\n") == 1
 
 
+DIFFUSION = """coords: [x, t]
+fields: [u]
+params: {C: {value: 2, learnable: true}}
+domain: {interval: [0, 1], time: [0, 1]}
+equations: {diffusion: "u_t - C*u_xx"}
+conditions: {walls: {dirichlet: {u: 0}}, start: {initial: {u: "sin(pi*x)"}}}
+exact: {u: "exp(-pi^2*t)*sin(pi*x)"}
+"""
+
+
+def test_validate_fits_a_learnable_parameter_to_the_exact_solution(capsys, tmp_path):
+    """An inverse problem u_t = C u_xx (the truth C = 1, the initial guess 2): the check
+    fits C to the exact solution instead of refusing the file at C = 2."""
+    f = tmp_path / "diffusion.yaml"
+    f.write_text(DIFFUSION)
+    rc, out, err = run(capsys, "validate", str(f), "--json")
+    assert rc == 0, err
+    (eq,) = [c for c in json.loads(out)["manufactured"] if c["name"] == "diffusion"]
+    assert eq["ok"] and eq["max_residual"] < 1e-12
+    assert eq["params"]["C"] == pytest.approx(1.0, abs=1e-10)
+    rc, out, err = run(capsys, "validate", str(f))
+    assert rc == 0 and "fitted to the exact solution: C = 1 (initial 2)" in out, out
+    # no value of C makes a wrong equation hold: refused, the best fit named
+    f.write_text(DIFFUSION.replace("u_t - C*u_xx", "u_t - C*u_xx + 1"))
+    rc, out, err = run(capsys, "validate", str(f))
+    assert rc == 2 and "does not satisfy diffusion for any value of C (best fit" in err, err
+    assert "FAIL diffusion" in out
+
+
+def test_validate_takes_a_non_affine_learnable_parameter_as_given(capsys, tmp_path):
+    """u_t = C^2 u_xx is not affine in C: the check says it took C's initial value and
+    does not refuse the file."""
+    f = tmp_path / "diffusion.yaml"
+    f.write_text(DIFFUSION.replace("C*u_xx", "C^2*u_xx"))
+    rc, out, err = run(capsys, "validate", str(f))
+    assert rc == 0, err
+    assert "warning: the manufactured-solution check took the learnable parameters at " \
+           "their initial values (C = 2)" in err
+    assert "--   diffusion" in out and "C = 2 as initially given: not affine" in out
+
+
 def test_validate_json_on_an_invalid_file(capsys, tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text(heat_text("depth: 3", "depth: deep").replace("width: 20", "width: -1"))
@@ -231,3 +272,42 @@ def test_fem_refusing_a_problem_leaves_nothing_behind(capsys, tmp_path):
     (tmp_path / "empty").mkdir()
     rc, _, err = run(capsys, "fem", str(f), "--out", str(tmp_path / "empty"))
     assert rc == 2 and list((tmp_path / "empty").iterdir()) == []
+
+
+def _nan_reference(tmp_path, kind: str) -> str:
+    """A heat-like 1-D problem whose reference file (``kind``: npz or dat) holds 3 NaN
+    values of u among 1200 (or one infinite point); its YAML's name."""
+    import numpy as np
+
+    x, t = np.meshgrid(np.linspace(0, 1, 12), np.linspace(0, 1, 100))
+    pts = np.stack([x.ravel(), t.ravel()], axis=1)
+    u = np.sin(np.pi * pts[:, 0]) * np.exp(-pts[:, 1])
+    if kind == "points":
+        pts[5, 1] = np.inf
+    else:
+        u[[3, 50, 700]] = np.nan
+    name = "ref.dat" if kind == "dat" else "ref.npz"
+    if kind == "dat":
+        np.savetxt(tmp_path / name, np.column_stack([pts, u]), header="x t u", comments="")
+    else:
+        np.savez(tmp_path / name, points=pts, u=u)
+    f = tmp_path / "p.yaml"
+    f.write_text("coords: [x, t]\ndomain: {interval: [0, 1], time: [0, 1]}\n"
+                 "equations: {heat: \"u_t - u_xx/pi^2\"}\n"
+                 "conditions: {walls: {dirichlet: {u: 0}}, start: {initial: {u: sin(pi*x)}}}\n"
+                 f"reference: {{file: {name}}}\n")
+    return str(f)
+
+
+@pytest.mark.parametrize("kind", ["npz", "dat", "points"])
+def test_a_reference_with_nan_is_refused(capsys, tmp_path, kind):
+    f = _nan_reference(tmp_path, kind)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rc, out, err = run(capsys, "validate", f)
+    want = ("1 of 1200 points are not finite" if kind == "points"
+            else "3 of 1200 values of u are not finite (NaN or inf); remove those rows")
+    assert rc == 2 and want in err and err.count("\n") == 1, err
+    assert ("ref.dat" if kind == "dat" else "ref.npz") in err and "Traceback" not in err
+    rc, out, err = run(capsys, "solve", f, "--out", str(tmp_path / "run"))
+    assert rc == 2 and want in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written

@@ -448,6 +448,29 @@ def test_file_reference_and_data_from_it(tmp_path):
     assert "conditions.obs.data.generate: data cannot be generated from a FEM reference" in msg
 
 
+def test_a_file_reference_with_non_finite_entries_is_refused(tmp_path):
+    import numpy as np
+
+    from pinn.reference import FileReference
+
+    pts = np.random.default_rng(0).uniform(size=(1200, 2))
+    u = pts[:, 0] + pts[:, 1]
+    u[[1, 2, 3]] = [np.nan, np.inf, -np.inf]
+    np.savez(tmp_path / "ref.npz", points=pts, u=u)
+    with pytest.raises(ValueError, match=r"ref\.npz: 3 of 1200 values of u are not finite "
+                                         r"\(NaN or inf\); remove those rows"):
+        FileReference(tmp_path / "ref.npz")
+    np.savetxt(tmp_path / "ref.dat", np.column_stack([pts, u]), header="x y u", comments="")
+    with pytest.raises(ValueError, match=r"ref\.dat: 3 of 1200 values of u are not finite"):
+        FileReference.from_table(tmp_path / "ref.dat", ["x", "y"], ["u"])
+    bad = pts.copy()
+    bad[7, 0] = np.nan
+    with pytest.raises(ValueError, match=r"1 of 1200 points are not finite"):
+        FileReference.from_arrays(bad, {"u": pts[:, 0]})
+    # a run folder's reference (saved data) still loads
+    assert FileReference.from_data({"points": pts, "values": {"u": u}}).fields == ("u",)
+
+
 def test_trainable_periods_and_time_windows_are_checked():
     # a learnt period needs the coordinate in model.periodic (with its starting period)
     text = HEAT.replace("activation: tanh}}",

@@ -77,6 +77,71 @@ def test_field_errors_remove_the_mean_only_of_up_to_constant_fields():
     assert e["rel_l2"]["u"] == pytest.approx(5 * np.sqrt(3) / np.sqrt(14), rel=1e-14)
 
 
+def flow1d(pressure_in_time: bool = False):
+    """u_t - u_xx / pi^2 + p_x = -sin(x) (1 + t): p enters only through p_x, so it is fixed
+    only up to a function of time (with ``pressure_in_time`` also through p_t: only up
+    to a constant, and no longer counted free)."""
+    x, t = pinn.coords("x t")
+    u, p = pinn.fields("u p")
+    eq = pinn.D(u, t) - pinn.D(u, x, 2) / pinn.pi**2 + pinn.D(p, x) + pinn.sin(x) * (1 + t)
+    if pressure_in_time:
+        eq = eq + pinn.D(p, t) - pinn.cos(x)
+    return pinn.Problem(
+        domain=pinn.Interval(0, 1) * pinn.TimeInterval(0, 1), equations={"flow": eq},
+        conditions={"walls": pinn.Dirichlet(u, 0, on="boundary"),
+                    "start": pinn.Initial(u, pinn.sin(pinn.pi * x))},
+        exact={u: pinn.exp(-t) * pinn.sin(pinn.pi * x), p: pinn.cos(x) * (1 + t)})
+
+
+def _truth_plus_function_of_time(problem):
+    """A prediction equal to the truth, the pressure plus c(t) = 3 sin(5t) + 1."""
+    def predict(pts):
+        out = dict(ev.truth(problem, pts).values)
+        out["p"] = out["p"] + 3 * np.sin(5 * pts[:, 1]) + 1
+        return out
+    return predict
+
+
+def test_a_pressure_of_an_evolution_problem_is_scored_up_to_a_function_of_time():
+    problem = flow1d()
+    assert ev.up_to_constant(problem) == ("p",)
+    assert ev.up_to_constant(flow1d(pressure_in_time=True)) == ()  # p_t sees c(t)
+    predict = _truth_plus_function_of_time(problem)
+    s = ev.score(problem, predict, resolution=41)
+    assert s.shift == ("p",) and s.rel_l2["p"] < 1e-12 and s.rel_l2["u"] == 0.0, s.rel_l2
+    assert np.abs(s.aligned()["p"] - s.truth.values["p"]).max() < 1e-12
+    # one mean for all times leaves c(t) - mean(c) in the error
+    raw = ev.field_errors(s.pred, s.truth.values, ("p",))["rel_l2"]["p"]
+    assert raw > 0.5, raw
+    # scattered points (no two at one time): binned in time, a line in t removed per bin
+    pts = np.random.default_rng(0).uniform((0, 0), (1, 1), (4000, 2))
+    want = ev.truth(problem, pts).values
+    e = ev.field_errors(predict(pts), want, ("p",), ev.point_times(problem, pts))
+    assert e["rel_l2"]["p"] < 3e-3 and e["max_abs_error"]["p"] < 5e-3, e  # raw: > 0.5
+    # a genuine error that is not a function of time stays: p + x
+    off = {**want, "p": want["p"] + pts[:, 0]}
+    e = ev.field_errors(off, want, ("p",), ev.point_times(problem, pts))
+    assert e["rel_l2"]["p"] > 0.2, e
+
+
+def test_the_training_history_scores_the_pressure_at_each_time():
+    import jax.numpy as jnp
+
+    from pinn.run import _evaluator
+
+    problem = flow1d()
+
+    def apply(net, x):
+        t = x[:, 1]
+        u = jnp.exp(-t) * jnp.sin(jnp.pi * x[:, 0])
+        p = jnp.cos(x[:, 0]) * (1 + t) + net["c"] * jnp.sin(5 * t)
+        return jnp.stack([u, p], axis=1)
+
+    evaluate = _evaluator(problem, apply, np.float32)
+    errs = evaluate({"net": {"c": np.array(3.0)}})
+    assert errs["rel_l2_p"] < 1e-5 and errs["rel_l2_u"] < 1e-5, errs  # float32
+
+
 def test_fem_reports_the_kovasznay_pressure_up_to_its_constant():
     """Velocity Dirichlet all round: the FEM pressure carries an arbitrary constant, and its
     error must not (before: p 2.1e-1 against u 2.4e-5)."""

@@ -399,6 +399,42 @@ def test_divergence_reasons():
     assert divergence(rows + [{"step": 20, "loss": 1e9, "event": "rollback"}]) is None
 
 
+def test_divergence_advice_depends_on_why():
+    """A loss that rose or became non-finite: the optimisation's advice. A loss that fell
+    by orders of magnitude while an error stays near 1 (a pressure fixed only up to a
+    function of time, an inverse problem): the conditions' advice, naming the field."""
+    from types import SimpleNamespace
+
+    import pinn
+    from pinn.run import advice, finish
+
+    lr = "lower the learning rate, train longer or check the problem scaling"
+    rows = [{"step": 0, "loss": 9.6e5, "event": "stage_start"}, {"step": 10, "loss": 2.0}]
+    fell = advice(rows, {"u": 1e-3, "p": 1.02})
+    assert "the loss fell from 9.6e+05 to 2" in fell and "not the truth of p:" in fell
+    assert "up to a constant or a function of time" in fell and "missing boundary" in fell
+    assert advice(rows + [{"step": 20, "loss": 2.7e12}], {"p": 1.02}) == lr
+    assert advice(rows + [{"step": 20, "loss": float("nan")}], {"p": 1.02}) == lr
+    assert advice(rows[:1] + [{"step": 10, "loss": 1e5}], {"p": 1.02}) == lr  # hardly fell
+    assert advice(rows + [{"step": 20, "loss": 1e9}], {"u": 0.1}) == lr  # the loss rose
+
+    x, t = pinn.coords("x t")
+    u = pinn.field("u")
+    problem = pinn.Problem(domain=pinn.Interval(0, 1) * pinn.TimeInterval(0, 1),
+                           equations={"heat": pinn.D(u, t) - pinn.D(u, x, 2)},
+                           conditions={"start": pinn.Initial(u, pinn.sin(pinn.pi * x))},
+                           name="heat1d")
+    for history, want in ((rows, "fits the equations but not the truth of u"),
+                          (rows + [{"step": 20, "loss": 2.7e12}], lr)):
+        sol = SimpleNamespace(precision=32, history=history, metrics={"rel_l2": {"u": 1.0}})
+        with pytest.warns(RuntimeWarning, match="did not converge") as caught:
+            finish(sol, problem)
+        (w,) = [str(c.message) for c in caught if "did not converge" in str(c.message)]
+        assert want in w and sol.metrics["converged"] is False, w
+        assert sol.metrics["divergence"] in w and "relative L2 error of u is 1" in w
+        assert (lr in w) is (want == lr)
+
+
 def test_a_diverging_solve_warns_once_and_says_so_in_metrics(tmp_path, capsys):
     run_dir = tmp_path / "run"
     rc = main(["solve", str(HEAT), "--out", str(run_dir), "--quiet",

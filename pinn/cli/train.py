@@ -344,7 +344,10 @@ def validate(
 def _check_failure(file, failed) -> str:
     """The line saying which terms the exact solution fails (``pinn validate``/``solve``)."""
     names = ", ".join(c.name for c in failed)
-    return (f"{file}: the exact solution does not satisfy {names} (largest residual "
+    fitted = {k: v for c in failed for k, v in c.params.items()}  # learnable, fitted
+    anyway = (f" for any value of {', '.join(fitted)} (best fit "
+              f"{', '.join(f'{k} = {v:.6g}' for k, v in fitted.items())})" if fitted else "")
+    return (f"{file}: the exact solution does not satisfy {names}{anyway} (largest residual "
             f"{max(c.max_residual for c in failed):.3e}); check the signs and coefficients of "
             "the equations and of exact:")
 

@@ -30,7 +30,10 @@ def build_reference(ctx: Context, r: S.ReferenceSpec):
             else:
                 ref = FileReference(full)
         except (OSError, ValueError) as exc:
-            msg = str(exc).replace(full + ": ", "").replace(full, r.file)
+            msg = str(exc)
+            if isinstance(exc, ValueError) and msg.startswith(full + ": "):  # read, refused
+                raise ctx.error(path, f"{r.file}: {msg[len(full) + 2:]}") from None
+            msg = msg.replace(full + ": ", "").replace(full, r.file)
             raise ctx.error(path, f"cannot read {r.file}: {msg}") from None
         if ref.points.shape[1] != len(names):
             raise ctx.error(path, f"{r.file} has points of {ref.points.shape[1]} coordinate(s); "

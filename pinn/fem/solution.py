@@ -258,7 +258,8 @@ class FEMSolution:
         else:
             want = self._reference_fn(exact)(pts)
         got = self.evaluate(pts, [f for f in self.fields if f in want])
-        return ev.field_errors(got, want, shift)
+        times = pts[:, self.coords.index(self.time)] if self.is_evolution else None
+        return ev.field_errors(got, want, shift, times)
 
     def l2_error(self, exact: Mapping, *, t: float | None = None, relative: bool = False,
                  intorder: int | None = None) -> dict[str, float]:

@@ -165,7 +165,7 @@ def _refine(problem, elements, seq, grid, truth, shift, target_error, budget_sec
 
     def solved(element, n, sol, seconds, coarser):
         pred = ev.predict_in_chunks(sol.evaluate, grid.points)
-        errs = ev.field_errors(pred, truth, shift)
+        errs = ev.field_errors(pred, truth, shift, ev.point_times(problem, grid.points))
         info = sol.info
         lv = Level(element, n, int(sol.dofs), seconds, errs["rel_l2"], errs["max_abs_error"],
                    1.0 / n, info.get("dt"), info.get("steps"), coarser)

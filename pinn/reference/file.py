@@ -22,7 +22,8 @@ class FileReference:
     nearest of the file's points (a k-d tree, built on first use: fast for 10^5 points
     and more, never a triangulation). At the file's own points it returns the stored
     values. The file is read once, when the reference is made (``allow_pickle=False``:
-    the file is data, never code).
+    the file is data, never code); a file with a NaN or infinite point or value is
+    refused (a ``ValueError`` naming the file and the count: remove those rows).
 
         ref = FileReference("cavity_re100.npz")
         problem = dataclasses.replace(problem, reference=ref)
@@ -37,7 +38,7 @@ class FileReference:
             values = {k: z[k] for k in z.files if k != "points"}
         self._set(points, values, str(path))
 
-    def _set(self, points, values: Mapping, path: str) -> None:
+    def _set(self, points, values: Mapping, path: str, finite: bool = True) -> None:
         self.points = np.asarray(points, dtype=np.float64)
         if self.points.ndim != 2:
             raise ValueError(f"{path}: reference points must be an [N, d] array, got shape "
@@ -48,6 +49,8 @@ class FileReference:
             if v.shape[0] != self.points.shape[0]:
                 raise ValueError(f"{path}: reference values of {k} have {v.shape[0]} entries "
                                  f"for {self.points.shape[0]} points")
+        if finite:
+            _check_finite(self.points, self.values, path)
         self.path = path
         self._interp: dict = {}
 
@@ -69,11 +72,12 @@ class FileReference:
         return cls.from_arrays(points, values, path)
 
     @classmethod
-    def from_arrays(cls, points, values: Mapping, path: str | None = None) -> FileReference:
+    def from_arrays(cls, points, values: Mapping, path: str | None = None, *,
+                    finite: bool = True) -> FileReference:
         """The reference of ``points[N, d]`` and ``values`` ``{field: [N]}`` (``path``: the
-        file they came from, for messages)."""
+        file they came from, for messages; ``finite``: refuse NaN or inf)."""
         ref = cls.__new__(cls)
-        ref._set(points, values, "<arrays>" if path is None else str(path))
+        ref._set(points, values, "<arrays>" if path is None else str(path), finite)
         return ref
 
     def to_data(self) -> dict:
@@ -83,7 +87,9 @@ class FileReference:
 
     @classmethod
     def from_data(cls, arguments: Mapping) -> FileReference:
-        return cls.from_arrays(arguments["points"], arguments["values"], arguments.get("path"))
+        # a run folder saved before non-finite references were refused still loads
+        return cls.from_arrays(arguments["points"], arguments["values"], arguments.get("path"),
+                               finite=False)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -134,6 +140,20 @@ class FileReference:
 
     def __repr__(self) -> str:
         return f"FileReference({self.path!r}, fields={', '.join(self.values)})"
+
+
+def _check_finite(points: np.ndarray, values: Mapping, path: str) -> None:
+    """ValueError naming ``path`` and the count when a point or a value is NaN or inf."""
+    n = len(points)
+    bad = int(np.count_nonzero(~np.isfinite(points).all(axis=1)))
+    if bad:
+        raise ValueError(f"{path}: {bad} of {n} points are not finite (NaN or inf in a "
+                         "coordinate); remove those rows")
+    for k, v in values.items():
+        bad = int(np.count_nonzero(~np.isfinite(v)))
+        if bad:
+            raise ValueError(f"{path}: {bad} of {n} values of {k} are not finite (NaN or "
+                             "inf); remove those rows")
 
 
 def _table_columns(data: np.ndarray, names, coords: list[str], fields: list[str], path: str):
