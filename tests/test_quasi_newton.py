@@ -100,13 +100,21 @@ def _minimise_by_line_step(f, x0, method, steps):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_rosenbrock_converges_superlinearly_with_the_single_site_search(method):
-    """The same bounds as through optax's zoom line search (measured: 102-109 iterations,
-    1.6-1.9 evaluations of f each; optax's zoom 84-87 iterations)."""
+    """The same bounds as through optax's zoom line search (measured: 84-110 iterations,
+    about 1.7 evaluations of f each). From an empty memory the first trial has unit length
+    (as SciPy's first BFGS step): SSBFGS and BFGS then reach the extended Rosenbrock
+    function's local minimiser near (-1, 1, ..., 1), as SciPy's BFGS does from this start,
+    SSBroyden the global one; each at a superlinear rate."""
     with jax.enable_x64(True):
         x0 = jnp.asarray([-1.2, 1.0] * 5, dtype=jnp.float64)
         path, iterations, evaluations = _minimise_by_line_step(rosenbrock, x0, method, 300)
-    err = np.linalg.norm(path - 1.0, axis=1)
-    assert err[-1] < 1e-10, (method, err[-1])
+        limit = jnp.asarray(path[-1])
+        assert float(jnp.linalg.norm(jax.grad(rosenbrock)(limit))) < 1e-10
+        hessian = np.linalg.eigvalsh(np.asarray(jax.hessian(rosenbrock)(limit)))
+    assert hessian.min() > 0  # a minimiser
+    if method == "ssbroyden":
+        assert np.linalg.norm(path[-1] - 1.0) < 1e-10
+    err = np.linalg.norm(path - path[-1], axis=1)[:-1]
     assert iterations <= 150, (method, iterations)
     assert evaluations <= 2 * iterations, (method, evaluations, iterations)
     first = int(np.argmax(err < 1e-4))
