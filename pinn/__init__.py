@@ -53,7 +53,7 @@ _EXPORTS = {
     **{n: ("pinn.train", n) for n in (
         "LBFGS", "Adam", "AdamW", "Annealing", "Callback", "Causal", "EarlyStopping", "Fixed",
         "GradNorm", "GaussNewton", "LevenbergMarquardt", "Optax", "RBA", "SOAP", "SSBFGS",
-        "SSBroyden", "Stage", "TensorBoard", "VRBA", "MLflow")},
+        "SSBroyden", "Stage", "Stop", "TensorBoard", "VRBA", "MLflow")},
     "Points": ("pinn.train.spec", "Points"),
     "Training": ("pinn.train.spec", "Training"),
 }
@@ -92,6 +92,6 @@ __all__ = [
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
     "Adam", "AdamW", "LBFGS", "SSBroyden", "SSBFGS", "SOAP", "LevenbergMarquardt",
-    "GaussNewton", "Optax", "Stage", "Fixed", "GradNorm", "Annealing", "Causal", "RBA",
+    "GaussNewton", "Optax", "Stage", "Stop", "Fixed", "GradNorm", "Annealing", "Causal", "RBA",
     "VRBA", "EarlyStopping", "Callback", "TensorBoard", "MLflow",
 ]

@@ -946,6 +946,20 @@ def _devices(v: Any) -> Any:
     return v
 
 
+class StopArgs(Strict):
+    """When a stage is done before its steps run out (``pinn.train.Stop``): converged once
+    the loss is ``residual^2`` of the run's first loss; a plateau once the lowest loss of
+    the last ``patience`` steps (at least ``patience_fraction`` of the stage) is not
+    ``improvement`` below the lowest before; checked every ``every`` steps. ``null`` turns
+    a criterion off; ``stop: false`` runs every step of every stage."""
+
+    residual: Annotated[float, BeforeValidator(_number), Field(gt=0, lt=1)] | None = 1e-8
+    improvement: Annotated[float, BeforeValidator(_number), Field(gt=0, lt=1)] | None = 0.01
+    patience: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] = 300
+    patience_fraction: Fraction = 0.2
+    every: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=MAX_STEPS)] = 100
+
+
 class TrainingSpec(Strict):
     seed: Seed = 0
     # auto: first-order stages in float32; the line-search second-order ones (ssbroyden,
@@ -963,6 +977,7 @@ class TrainingSpec(Strict):
     # most this many points per device in one pass (gradient accumulation; null: all)
     devices: Annotated[Literal["all"] | int | None, BeforeValidator(_devices)] = None
     micro_batch: Count | None = None
+    stop: StopArgs | Literal[False] = Field(default_factory=StopArgs)
     windows: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1000)] = 1
     """Time marching: an evolution problem trained in this many equal time windows, one
     after another, each by the stages above, each starting from the previous one's values

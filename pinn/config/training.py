@@ -120,7 +120,7 @@ def check_training(b: Built) -> None:
 
 def build_training(b: Built):
     """``pinn.Training`` from the ``training:`` section (stages with 0 steps are skipped)."""
-    from pinn.train.spec import Points, Stage, Training
+    from pinn.train.spec import Points, Stage, Stop, Training
 
     check_training(b)
     t = b.spec.training
@@ -133,7 +133,8 @@ def build_training(b: Built):
     training = Training(stages=stages, points=points, weighting=build_weighting(t.weighting),
                         seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
                         checkpoint_every=t.checkpoint_every or None, devices=t.devices,
-                        micro_batch=t.micro_batch, windows=t.windows)
+                        micro_batch=t.micro_batch, windows=t.windows,
+                        stop=None if t.stop is False else Stop(**kwargs(t.stop)))
     # each stage's precision in the stage where they differ or one is mixed (a stage's own,
     # or auto's), so that setup(precision=b.precision) keeps them
     return training.with_stage_precisions(t.precision)

@@ -24,11 +24,12 @@ from .observers import (
     RunInfo,
     Signals,
     StallStop,
+    StopWhenDone,
 )
 from .optim import Adam, AdamW, FirstOrder, Optax, Optimizer
 from .quasi_newton import LBFGS, SSBFGS, LineSearch, SSBroyden
 from .soap import SOAP
-from .spec import Points, Stage, Training, precision_scope
+from .spec import Points, Stage, Stop, Training, precision_scope
 from .terms import Loss
 from .weighting import (
     RBA,
@@ -90,6 +91,8 @@ __all__ = [
     "RunInfo",
     "Signals",
     "StallStop",
+    "StopWhenDone",
+    "Stop",
     "TensorBoard",
     "MLflow",
 ]

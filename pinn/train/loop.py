@@ -50,6 +50,7 @@ class _Loop:
         self.step = self.stage = 0
         self.last_report: dict | None = None
         self.stop: _obs.ChunkEvent | None = None
+        self.ended: dict[int, tuple[str, int]] = {}  # stage -> (why, step) ended early
 
     def train(self, params: Any, key: jax.Array, resume_from: Path | None) -> TrainResult:
         if resume_from is not None:
@@ -157,13 +158,17 @@ class _Loop:
         if self.last_report is None:
             _, self.last_report = self.core.call(i, state, 0)
         status = int(np.asarray(state["status"]))
+        stopped_at = int(np.asarray(state["status_step"])) if status else self.core.ends[i]
+        name = STATUS_NAMES[status]
+        if status == RUNNING and i in self.ended:  # ended by an observer (done, or asked)
+            name, stopped_at = self.ended[i]
         reports.append({
             "stage": i,
             "optimizer": repr(self.core.stages[i].optimizer),
             "start": self.core.starts[i],
             "end": self.core.ends[i],
-            "status": STATUS_NAMES[status],
-            "stopped_at": int(np.asarray(state["status_step"])) if status else self.core.ends[i],
+            "status": name,
+            "stopped_at": stopped_at,
             "grad_norm": float_or_none(self.last_report["grad_norm"]),
             **({"float64_from": self.info.escalated[i]} if i in self.info.escalated else {}),
         })
@@ -192,6 +197,7 @@ class _Loop:
             self._escalate(int(new_state["status_step"]))
         if event.stage_end is not None and self.step < end:
             name, message = event.stage_end
+            self.ended[self.stage] = (name, self.step)
             self.step, self.state = end, core.skip_to(self.state, end)
             self._emit("stage_stop", report=report,
                        row={**event.row, "event": name, "message": message})
@@ -277,6 +283,7 @@ def _observers(
     *, handle_signals: bool, max_retries: int, rollback_factor: float, evaluate: Any,
     eval_every: int | None, out_dir: Any, history_csv: bool, progress: bool, on_chunk: Any,
     checkpoint_dir: Any, checkpoint_every: int | None, keep_checkpoints: int | None,
+    stop: Any = None,
 ) -> list[_obs.Observer]:
     """The observers ``run``'s keyword arguments ask for, in the order they must run."""
     if not isinstance(max_retries, int) or max_retries < 0:
@@ -285,6 +292,8 @@ def _observers(
         raise ValueError(f"run: rollback_factor must lie in (0, 1), got {rollback_factor!r}.")
     chosen: list[_obs.Observer] = [_obs.Signals()] if handle_signals else []
     chosen += [_obs.NanGuard(max_retries, rollback_factor), _obs.StallStop()]
+    if stop is not None:
+        chosen.append(_obs.StopWhenDone(stop))
     if evaluate is not None:
         chosen.append(_obs.Evaluation(evaluate, eval_every))
     elif eval_every is not None:
@@ -401,7 +410,7 @@ def run(
         evaluate=evaluate, eval_every=training.eval_every, out_dir=out_dir,
         history_csv=history_csv, progress=progress, on_chunk=on_chunk,
         checkpoint_dir=checkpoint_dir, checkpoint_every=training.checkpoint_every,
-        keep_checkpoints=keep_checkpoints,
+        keep_checkpoints=keep_checkpoints, stop=training.stop,
     )
     core, params = Core.build(terms_fn, params, training, sample_fn=sample_fn, key=key,
                               weighting=weighting)

@@ -469,6 +469,64 @@ class StallStop(Observer):
         event.end_stage("lbfgs_stop", message)
 
 
+class StopWhenDone(Observer):
+    """Ends a stage once it is done (:class:`pinn.train.spec.Stop`): converged (the loss
+    at ``residual**2`` of the run's first loss) or on a plateau; a row ``{event: "converged"
+    | "plateau", message}`` records it, and the stage's report says so."""
+
+    def __init__(self, stop: Any) -> None:
+        self.stop, self.every = stop, stop.every
+        self.first: float | None = None
+        self.seen: list[tuple[int, float]] = []
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind == "stage_start":
+            self.seen = []
+        if event.report is None or event.kind not in ("stage_start", "chunk"):
+            return
+        loss = as_float(event.report["loss"])
+        if loss is None or not math.isfinite(loss):
+            return
+        if self.first is None:
+            self.first = loss if event.info.start_step == 0 else _first_loss(event.info)
+        self.seen.append((event.step, loss))
+        info, i = event.info, event.stage
+        if event.kind != "chunk" or event.step >= info.ends[i]:
+            return
+        if info.stages[i].precision == "mixed" and i not in info.escalated:
+            return  # float32 at first: its floor is met by the switch to float64
+        why = self._done(info, i, event.step, loss)
+        if why is not None:
+            event.end_stage(*why)
+
+    def _done(self, info: RunInfo, i: int, step: int, loss: float) -> tuple[str, str] | None:
+        stop, name = self.stop, type(info.stages[i].optimizer).__name__
+        if (stop.residual is not None and self.first
+                and loss <= stop.residual ** 2 * self.first):
+            return "converged", (f"{name} converged at step {step}: the loss {loss:.3e} is "
+                                 f"{stop.residual:g}^2 of the first ({self.first:.3e})")
+        window = stop.window(info.ends[i] - info.starts[i])
+        if stop.improvement is None or step - info.starts[i] < window:
+            return None
+        before = [v for s, v in self.seen if s <= step - window]
+        recent = [v for s, v in self.seen if s > step - window]
+        if before and recent and min(recent) > (1 - stop.improvement) * min(before):
+            return "plateau", (f"{name} on a plateau at step {step}: the lowest loss of the "
+                               f"last {window} steps, {min(recent):.3e}, is not "
+                               f"{stop.improvement:.0%} below the lowest before, "
+                               f"{min(before):.3e}")
+        return None
+
+
+def _first_loss(info: RunInfo) -> float | None:
+    """The run's first loss, from the history (a resumed run)."""
+    for row in info.rows:
+        v = row.get("loss")
+        if v is not None:
+            return float(v)
+    return None
+
+
 class Signals(Observer):
     """SIGINT/SIGTERM (main thread only) stop the run at the next chunk boundary, after a
     checkpoint, with :class:`Interrupted`; a second signal stops at once."""

@@ -19,7 +19,7 @@ from .optim import Adam, Optimizer, as_optimizer, check_int
 from .quasi_newton import SSBroyden
 from .weighting import Fixed
 
-__all__ = ["Training", "Points", "Stage", "MIXED", "precision_scope", "stage_precisions",
+__all__ = ["Training", "Points", "Stage", "Stop", "MIXED", "precision_scope", "stage_precisions",
            "run_bits", "precision_bits", "DEFAULT_CHUNK", "default_stages"]
 
 #: Steps per jitted call unless ``Training.chunk`` says otherwise.
@@ -98,6 +98,44 @@ class Stage:
         return self.optimizer.full_batch
 
 
+@dataclass(frozen=True)
+class Stop:
+    """When a stage is done before its steps run out (checked every ``every`` steps); the
+    rest of its steps are not spent, and its report says why it ended.
+
+    - ``residual``: converged once the loss has fallen to ``residual**2`` times the run's
+      first loss (at the start the network is near zero, so the residuals are the size of
+      the problem's own terms: the residuals are then ``residual`` times smaller than those
+      terms); ``None``: never;
+    - ``improvement``, ``patience``: a plateau once the lowest loss of the last ``patience``
+      steps (at least ``patience_fraction`` of the stage) is not ``improvement`` (relative)
+      below the lowest before them; ``None``: never. A ``"mixed"`` stage still in float32
+      is not judged (its stall at float32's floor sends it on in float64).
+    """
+
+    residual: float | None = 1e-8
+    improvement: float | None = 0.01
+    patience: int = 300
+    patience_fraction: float = 0.2
+    every: int = 100
+
+    def __post_init__(self):
+        for name in ("residual", "improvement"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                      and 0 < v < 1):
+                raise ValueError(f"Stop.{name} must be a number in (0, 1) or None, got {v!r}")
+        check_int("Stop", "patience", self.patience, minimum=1)
+        check_int("Stop", "every", self.every, minimum=1)
+        f = self.patience_fraction
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f <= 1:
+            raise ValueError(f"Stop.patience_fraction must lie in [0, 1], got {f!r}")
+
+    def window(self, stage_steps: int) -> int:
+        """The steps a plateau is judged over in a stage of ``stage_steps``."""
+        return max(self.patience, int(self.patience_fraction * stage_steps))
+
+
 def default_stages() -> tuple[Stage, ...]:
     """The default recipe: a short Adam stage to reach the basin, then self-scaled Broyden
     (full batch, float64, the points redrawn every 500 steps): on the shipped problems it
@@ -122,7 +160,8 @@ class Training:
     one pass, the gradient accumulated over micro-batches (:mod:`pinn.train.microbatch`;
     ``None``: the whole batch at once); ``windows``: an evolution problem trained in that
     many time windows one after another, each by these stages, the next starting from the
-    previous one's values (:mod:`pinn.marching`).
+    previous one's values (:mod:`pinn.marching`); ``stop``: when a stage is done before its
+    steps run out (:class:`Stop`; ``None``: every stage runs all its steps).
     """
 
     stages: Sequence[Any] = field(default_factory=default_stages)
@@ -135,9 +174,13 @@ class Training:
     devices: int | str | None = None
     micro_batch: int | None = None
     windows: int = 1
+    stop: Stop | None = field(default_factory=Stop)
 
     def __post_init__(self):
         object.__setattr__(self, "stages", tuple(self.stages))
+        if self.stop is not None and not isinstance(self.stop, Stop):
+            raise TypeError(f"Training.stop must be a pinn.train.Stop(...) or None, got "
+                            f"{self.stop!r}")
         if not self.stages:
             raise ValueError("Training needs at least one stage, e.g. Stage(Adam(1e-3), 5000)")
         if not all(isinstance(s, Stage) for s in self.stages):
