@@ -81,7 +81,9 @@ class HardOutput:
 
     ``kind="dirichlet"``: ``field = value`` on the box ``walls`` (see
     :func:`pinn.nets.box_distance`), or on the boundary ``parts`` of any other shape
-    (through its approximate distance function, :mod:`pinn.geometry.adf`);
+    (through its approximate distance function, :mod:`pinn.geometry.adf`); ``names``: the
+    boundary parts it holds on, either way (several hard conditions of one field on
+    different parts are blended into one lift, :func:`pinn.geometry.adf.lift`);
     ``kind="initial"``: ``field = value`` (and ``D(field, t) = rate``) at the initial time.
     """
 
@@ -91,6 +93,7 @@ class HardOutput:
     walls: tuple = ()
     rate: E.Expr | None = None
     parts: tuple | None = None
+    names: tuple = ()
 
 
 class Window(NamedTuple):
@@ -184,6 +187,10 @@ class Condition:
         a boundary selection; ``n`` points, ``None``: the run's count for that region)."""
         return None
 
+    def with_hard(self, hard: bool) -> Condition:
+        """The same condition with ``hard`` set (a plan's choice, :mod:`pinn.plan`)."""
+        return type(self).from_data({**self.to_data(), "hard": bool(hard)})
+
     def for_window(self, problem, name: str, window: Window) -> Condition | None:
         """This condition on the time ``window`` (:mod:`pinn.marching`; ``None``: none
         there). Boundary conditions, constraints and equations hold as given (their
@@ -274,15 +281,16 @@ def _hard_walls(problem, name, on) -> dict:
             f"conditions.{name}: a hard Dirichlet condition needs named parts (or 'boundary'), "
             f"not a predicate; use hard=False with on={on}"
         )
+    names = tuple(space.boundary_parts if on == "boundary" else parts)
     if isinstance(space, (G.Interval, G.Rectangle, G.Box)):
-        return {"walls": _box_walls(space, name, on, parts)}
+        return {"walls": _box_walls(space, name, on, parts), "names": names}
     from pinn.geometry.adf import boundary_distance
 
     try:
         boundary_distance(space, parts)
     except ValueError as exc:
         raise ValueError(f"conditions.{name}: {exc}") from None
-    return {"parts": tuple(space.boundary_parts if on == "boundary" else parts)}
+    return {"parts": names, "names": names}
 
 
 def _box_walls(space, name, on, parts) -> tuple:
@@ -336,17 +344,19 @@ def periodic_axis(problem, name: str, pair: tuple[str, str]) -> tuple[int, float
 @register("condition")
 @dataclass(frozen=True)
 class Dirichlet(Condition):
-    """``field = value`` on a boundary part.  ``hard=True``: built into the network output."""
+    """``field = value`` on a boundary part.  ``hard=True``: built into the network output;
+    ``False``: a loss term; ``None`` (the default): the plan decides (:mod:`pinn.plan`:
+    built in where the geometry can, a loss term where it cannot)."""
 
     values: tuple[tuple[E.Field, E.Expr], ...]
     on: Where = "boundary"
     weight: float = 1.0
-    hard: bool = False
+    hard: bool | None = None
 
     def __init__(self, target, value=None, *, on: Where = "boundary", weight: float = 1.0,
-                 hard: bool = False):
+                 hard: bool | None = None):
         _set(self, values=_values(target, value), on=_where(on), weight=float(weight),
-             hard=bool(hard))
+             hard=None if hard is None else bool(hard))
 
     def expressions(self):
         return tuple(v for _, v in self.values) + _predicate(self.on)

@@ -12,6 +12,7 @@ conditions built in, as training, :class:`~pinn.Solution` and the exports all se
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import jax
@@ -22,8 +23,8 @@ from pinn import marching
 from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate_on_points
 
-__all__ = ["build_network", "hard_transforms", "periodic_embedding", "field_apply",
-           "namespace_of"]
+__all__ = ["build_network", "hard_transforms", "check_hard", "periodic_embedding",
+           "field_apply", "namespace_of"]
 
 
 def build_network(problem, model, seed: int):
@@ -76,12 +77,13 @@ def periodic_embedding(problem) -> dict[int, float]:
 
 
 def _hard_outputs(problem) -> tuple[dict, dict]:
-    """``({field index: (distance, value)}, {field index: (value, rate)})``: the hard
-    Dirichlet and initial conditions, by the field they constrain."""
-    from pinn.nets import box_distance
-
+    """``({field index: (distance, value fn)}, {field index: (value, rate)})``: the hard
+    Dirichlet and initial conditions, by the field they constrain. Several hard Dirichlet
+    conditions of one field, on different boundary parts, become one: the distance of all
+    their parts and a lift equal to each one's value on its parts
+    (:func:`pinn.geometry.adf.lift`)."""
     fidx = {f: i for i, f in enumerate(problem.fields)}
-    dirichlet: dict[int, tuple] = {}
+    dirichlet: dict[int, list] = {}
     initial: dict[int, tuple] = {}
     for name, c in problem.conditions.items():
         for h in c.hard_outputs(problem, name):
@@ -89,18 +91,47 @@ def _hard_outputs(problem) -> tuple[dict, dict]:
             j = fidx[h.field]
             if h.kind == "initial":
                 initial[j] = (h.value, h.rate)
-                continue
-            if j in dirichlet:
-                raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
-                                 "Dirichlet condition; merge them into one")
-            if h.parts is None:  # a box: the product of its walls' distances
-                dist = box_distance(*problem.input_box, walls=list(h.walls))
-            else:  # any other shape: its approximate distance function
-                from pinn.geometry.adf import boundary_distance
+            else:
+                dirichlet.setdefault(j, []).append((name, h))
+    return {j: _dirichlet(problem, hs) for j, hs in dirichlet.items()}, initial
 
-                dist = boundary_distance(problem.space, h.parts)
-            dirichlet[j] = (dist, h.value)
-    return dirichlet, initial
+
+def _dirichlet(problem, hs: list) -> tuple:
+    """``(distance, value fn)`` of one field's hard Dirichlet conditions ``[(name, h)]``."""
+    from pinn.geometry.adf import boundary_distance, lift
+    from pinn.nets import box_distance
+
+    if len(hs) == 1:
+        (_, h), = hs
+        if h.parts is None:  # a box: the product of its walls' distances
+            return box_distance(*problem.input_box, walls=list(h.walls)), _value(problem, h.value)
+        return boundary_distance(problem.space, h.parts), _value(problem, h.value)
+    seen: dict[str, str] = {}
+    for name, h in hs:
+        for part in h.names:
+            if part in seen:
+                raise ValueError(f"conditions.{name}: field {h.field.name} already has a hard "
+                                 f"Dirichlet condition on {part} ({seen[part]}); give each "
+                                 "boundary part one value")
+            seen[part] = name
+    distances = [boundary_distance(problem.space, h.names) for _, h in hs]
+    every = boundary_distance(problem.space, tuple(seen))
+    return every, lift(distances, [_value(problem, h.value) for _, h in hs])
+
+
+def _value(problem, e):
+    """A function of the network's inputs (the ranged parameters pass through)."""
+    def fn(x):
+        return evaluate_on_points(e, problem.inputs, x, spatial=problem.spatial
+                                  ).astype(x.dtype)
+
+    return fn
+
+
+def check_hard(problem) -> None:
+    """Raise ``ValueError`` naming the fix where the hard conditions of ``problem`` cannot
+    be built into a network (the check :func:`hard_transforms` makes)."""
+    _hard_outputs(problem)
 
 
 def hard_transforms(problem, apply, *, time_span: bool = True):
@@ -120,13 +151,7 @@ def hard_transforms(problem, apply, *, time_span: bool = True):
             else 1.0)
     ti = problem.time_index if problem.is_evolution else -1
 
-    def value(e):  # a function of the network's inputs (the ranged parameters pass through)
-        def fn(x):
-            return evaluate_on_points(e, problem.inputs, x, spatial=problem.spatial
-                                      ).astype(x.dtype)
-
-        return fn
-
+    value = functools.partial(_value, problem)
     out = apply
     for j in sorted(set(dirichlet) | set(initial)):
         if j in dirichlet and j in initial:
@@ -134,11 +159,11 @@ def hard_transforms(problem, apply, *, time_span: bool = True):
             if rate is not None:
                 raise ValueError("hard initial conditions with a rate cannot be combined with "
                                  "hard Dirichlet conditions on the same field; make one soft")
-            out = hard_dirichlet_initial(out, dist, value(g), value(u0), t_index=ti, t0=t0,
+            out = hard_dirichlet_initial(out, dist, g, value(u0), t_index=ti, t0=t0,
                                          span=span, outputs=[j])
         elif j in dirichlet:
             dist, g = dirichlet[j]
-            out = hard_dirichlet(out, dist, value(g), outputs=[j])
+            out = hard_dirichlet(out, dist, g, outputs=[j])
         else:
             u0, rate = initial[j]
             out = hard_initial(out, value(u0), t_index=ti, t0=t0, span=span,

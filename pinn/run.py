@@ -32,6 +32,7 @@ from pinn.distributed import is_main, to_host
 from pinn.io import write_json, write_jsonl, write_npz
 from pinn.nets import MLP
 from pinn.network import build_network
+from pinn.plan import Plan, Planning, make_plan
 from pinn.report import write_run
 from pinn.report.metrics import peak_memory_mb
 from pinn.solution import Solution
@@ -132,6 +133,7 @@ class Run:
     snapshots: int = 4
     observers: Sequence[Any] = ()
     metrics: dict = field(default_factory=dict)
+    plan: Plan | None = None
 
     def loop_arguments(self) -> dict:
         """The keyword arguments of :func:`pinn.train.run` for this run (after the terms,
@@ -321,7 +323,8 @@ def setup(problem, model=None, training: Training | None = None, *,
           precision: int | None = None,
           out_dir: str | os.PathLike | None = None, resume: bool = False,
           progress: bool = True, resolution=None, snapshots: int = 4,
-          observers: Sequence[Any] = (), metrics: dict | None = None) -> Run:
+          observers: Sequence[Any] = (), metrics: dict | None = None,
+          plan: Planning | bool | None = None) -> Run:
     """Set up a PINN run of ``problem``: the network, the loss, the weights, the keys.
 
     ``model``: a network spec (default ``pinn.MLP(width=30, depth=3)``, the size the
@@ -336,11 +339,16 @@ def setup(problem, model=None, training: Training | None = None, *,
     ``resolution``: the evaluation grid's nodes per axis (None: the default grid);
     ``snapshots``: time snapshots in the plots of an evolution problem;
     ``observers``: extra training observers (:mod:`pinn.train.observers`);
-    ``metrics``: entries added to the run's metrics (e.g. the problem file).
+    ``metrics``: entries added to the run's metrics (e.g. the problem file);
+    ``plan``: which choices the plan made from the problem may make (:mod:`pinn.plan`;
+    ``False``: none): it builds in the Dirichlet conditions that do not say ``hard``
+    themselves where the geometry can, and sizes the points when no training is given. The
+    choices are the run's ``plan`` (and ``metrics["plan"]``).
     """
     compile_cache.enable()  # before anything compiles: a re-run loads its programs
     model = model if model is not None else DEFAULT_MODEL
-    training = training if training is not None else Training()
+    planned = make_plan(problem, model, training, plan)
+    problem, training = planned.problem, planned.training
     # each stage's precision (its own, else the run's or auto's), written into the stages
     # where they differ; the run's is the highest
     training = training.with_stage_precisions(precision)
@@ -361,7 +369,8 @@ def setup(problem, model=None, training: Training | None = None, *,
                    out_dir=None if out_dir is None else Path(out_dir), resume=resume,
                    progress=progress, resolution=resolution, snapshots=snapshots,
                    observers=tuple(observers),
-                   metrics=dict(metrics or {}))
+                   metrics={**({"plan": planned.to_data()["choices"]} if planned.choices
+                               else {}), **(metrics or {})}, plan=planned)
 
 
 def solve(problem, model=None, training: Training | None = None, **options) -> Solution:
@@ -471,7 +480,7 @@ def train_windows(run: Run, **loop_overrides) -> Solution:
         a, b = edges[k], edges[k + 1]
         pk = marching.window_problem(problem, k, edges, previous=previous)
         wrun = setup(pk, run.model, inner, precision=run.precision, progress=run.progress,
-                     resolution=run.resolution, observers=run.observers)
+                     resolution=run.resolution, observers=run.observers, plan=False)
         if previous is not None and not (k == 1 and hard_start):
             # the solution a moment earlier: a better start than a random network
             wrun.params = {"net": _cast_like(previous[1], wrun.params["net"],

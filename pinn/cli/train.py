@@ -277,7 +277,9 @@ def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log
     observers = _progress_observers(quiet, log_format, log, run_dir)
     run = pinn.setup(built.problem, model, training, precision=built.precision,
                      out_dir=run_dir, resume=resume, progress=False, observers=observers,
-                     resolution=ev.resolution, snapshots=ev.snapshots)
+                     resolution=ev.resolution, snapshots=ev.snapshots, plan=built.planning())
+    for line in run.plan.lines() if run.plan.choices else ():
+        _out(f"plan: {line}", quiet)
     try:
         with _warning_lines():
             sol = run.train()

@@ -80,6 +80,21 @@ class Built:
     def training(self):
         return build_training(self)
 
+    def planning(self):
+        """What the plan may choose (:class:`pinn.plan.Planning`): the ``plan:`` section;
+        the points only where ``training.points`` is not given."""
+        from pinn.plan import Planning
+
+        given = "points" in self.spec.training.model_fields_set
+        return Planning(hard=self.spec.plan.hard, points=self.spec.plan.points and not given)
+
+    def plan(self):
+        """The plan of this problem (:func:`pinn.plan.make_plan`) with its network and
+        training."""
+        from pinn.plan import make_plan
+
+        return make_plan(self.problem, self.model(), self.training(), self.planning())
+
     def resolved(self) -> dict:
         """The configuration with every default filled in (what the run used)."""
         return resolved_dict(self.spec)

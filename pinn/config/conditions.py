@@ -78,7 +78,8 @@ def _periodic(ctx, c, path, domain):
         if part not in parts:
             raise ctx.error(kpath + ("pair", i), f"unknown boundary part '{part}'"
                             f"{suggest(part, parts)}; this domain's parts are: {', '.join(parts)}")
-    return C.Periodic(tuple(fields), tuple(a.pair), order=a.order, weight=c.weight, hard=c.hard)
+    return C.Periodic(tuple(fields), tuple(a.pair), order=a.order, weight=c.weight,
+                      hard=bool(c.hard))
 
 
 def _initial(ctx, c, path, domain):
@@ -92,7 +93,7 @@ def _initial(ctx, c, path, domain):
                                                   over=ctx.coords[:-1])
     values = {f: values[f] for f in (ctx.field(n, path + ("initial", n)) for n in c.initial)}
     rates = _values(ctx, c.rate, path + ("rate",), "initial rate") if c.rate else None
-    return C.Initial(values, rate=rates, weight=c.weight, hard=c.hard)
+    return C.Initial(values, rate=rates, weight=c.weight, hard=bool(c.hard))
 
 
 def _constraint(ctx, c, path, domain):

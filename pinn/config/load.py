@@ -64,10 +64,12 @@ def _default_at(path: list, key: str):
     if field is None or field.is_required():
         return None
     value = field.get_default(call_default_factory=True)
+    # only what the default sets: a section filled in for an override is not a section the
+    # file gives (the plan still decides what the file leaves out)
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_none=True, by_alias=True)
+        return value.model_dump(mode="json", exclude_unset=True, by_alias=True)
     if isinstance(value, list) and value and isinstance(value[0], BaseModel):
-        return [v.model_dump(mode="json", exclude_none=True, by_alias=True) for v in value]
+        return [v.model_dump(mode="json", exclude_unset=True, by_alias=True) for v in value]
     return None
 
 

@@ -659,7 +659,8 @@ class ConditionSpec(OneOf):
     on: Where | None = None
     rate: Annotated[dict[Name, ExprLike], Field(min_length=1)] | None = None
     weight: NonNegative = 1.0
-    hard: Bool = False
+    # dirichlet: null (the default) lets the plan decide (built in where the geometry can)
+    hard: Bool | None = None
     noise: NonNegative | None = None
 
 
@@ -985,6 +986,16 @@ class TrainingSpec(Strict):
     once."""
 
 
+class PlanSpec(Strict):
+    """What the plan made from the problem may choose (``pinn.plan``): ``hard`` (build in the
+    Dirichlet conditions that do not say ``hard`` themselves, where the geometry can) and
+    ``points`` (size the collocation points by the problem's dimension, where
+    ``training.points`` does not give them)."""
+
+    hard: Bool = True
+    points: Bool = True
+
+
 # ---------------------------------------------------------------------------
 # evaluation, references, FEM
 
@@ -1060,6 +1071,7 @@ class ProblemSpec(Strict):
     # no model: a 3 x 30 tanh MLP, the size the default (second-order) recipe is made for
     model: ModelSpec = Field(default_factory=lambda: ModelSpec(mlp=MLPArgs(width=30, depth=3)))
     training: TrainingSpec = Field(default_factory=TrainingSpec)
+    plan: PlanSpec = Field(default_factory=PlanSpec)
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     fem: FemSpec = Field(default_factory=FemSpec)
 

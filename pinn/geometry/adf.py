@@ -218,3 +218,49 @@ def boundary_distance(shape, on="boundary") -> Fn:
         return scale / inv
 
     return phi
+
+
+def transfinite_weights(distances, power: int = 2):
+    """``x -> [w_1, ..., w_m]`` (each ``[...]``): weights that are 1 on the zero set of
+    ``distances[i]`` and 0 on the others' (transfinite interpolation, Sukumar & Srivastava
+    2022, sec. 5):
+    ``w_i = prod_{k != i} phi_k^p / sum_j prod_{k != j} phi_k^p``, written with products so
+    that nothing overflows where a distance is ~0. ``power`` 2 makes ``1 - w_i`` vanish to
+    second order at part ``i``: a lift blended from them has the normal derivative of that
+    part's own value there. Where two parts meet (every distance ~0) the weights are 0."""
+    distances = tuple(distances)
+    m = len(distances)
+
+    def weights(x):  # elementwise products and sums only: the Taylor engine sees them
+        phi = [d(x) ** power for d in distances]
+        terms = [_product([p for k, p in enumerate(phi) if k != i], phi[0]) for i in range(m)]
+        total = sum(terms[1:], terms[0])
+        total = jnp.maximum(total, jnp.finfo(total.dtype).tiny)
+        return [t / total for t in terms]
+
+    return weights
+
+
+def lift(distances, values, power: int = 2):
+    """``x -> [...]``: a function equal to ``values[i](x)`` on the zero set of
+    ``distances[i]`` for every ``i`` (the parts of a boundary with different Dirichlet
+    values), blended by :func:`transfinite_weights` in between: the lift a hard condition
+    builds on (``u = lift + phi N``) so that nobody has to write one."""
+    weights = transfinite_weights(distances, power)
+    values = tuple(values)
+
+    def g(x):
+        w = weights(x)
+        out = w[0] * values[0](x)
+        for wi, v in zip(w[1:], values[1:], strict=True):
+            out = out + wi * v(x)
+        return out
+
+    return g
+
+
+def _product(factors, like):
+    out = jnp.ones_like(like)
+    for f in factors:
+        out = out * f
+    return out

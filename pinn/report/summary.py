@@ -106,12 +106,15 @@ def validation(built, file, check: bool = True) -> dict:
         from pinn.report.manufactured import check as mms
 
         checks = mms(built.problem)
+    plan = built.plan()
     return {"ok": all(c.ok for c in checks), "file": str(file), **problem_summary(built),
+            "plan": plan.to_data()["choices"], "plan_lines": plan.lines(),
             "manufactured": [c.as_dict() for c in checks], "checks": checks}
 
 
 def validation_lines(file, result: dict, asked: bool, problem) -> list[str]:
-    return summary_lines(file, result) + check_lines(result["checks"], asked, problem)
+    plan = [f"  plan        {line}" for line in result.get("plan_lines", ())]
+    return summary_lines(file, result) + plan + check_lines(result["checks"], asked, problem)
 
 
 def check_lines(checks, asked: bool, problem) -> list[str]:
