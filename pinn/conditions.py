@@ -558,9 +558,9 @@ class Initial(Condition):
 
     def for_window(self, problem, name, window):
         """In the first window itself; in a later one the previous window's values (and
-        rates) at its start (``window.start``), soft with this condition's weight; the
-        problem's own values, soft, where the window is only evaluated (a soft condition
-        does not enter the network)."""
+        rates) at its start (``window.start``), built into the network (exactly carried
+        over); the problem's own values, soft, where the window is only evaluated (a soft
+        condition does not enter the network)."""
         if window.first:
             return self
         if window.start is None:
@@ -568,7 +568,7 @@ class Initial(Condition):
                            weight=self.weight, hard=False)
         rates = {f: window.start(f, True) for f, _ in self.rates}
         return Initial({f: window.start(f, False) for f, _ in self.values},
-                       rate=rates or None, weight=self.weight, hard=False)
+                       rate=rates or None, weight=self.weight, hard=True)
 
     def to_data(self):
         return {"values": _by_name(self.values), "rates": _by_name(self.rates),

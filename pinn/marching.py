@@ -3,7 +3,8 @@
 The time interval ``[t0, t1]`` is cut into ``windows`` equal slabs, trained one after
 another, each by the run's own recipe (stages, points, weighting) on its slab alone: the
 first from the problem's initial conditions, each later one from the previous window's
-solution at its start time, fitted as a soft initial condition (as JAX-PI's time marching,
+solution (and its rate) at its start time, built into the window's network, so carried over
+exactly (JAX-PI's time marching fits it as a soft condition,
 Wang, Sankaran, Wang & Perdikaris 2023, "An expert's guide to training PINNs"; Wight & Zhao
 2020). A slab of length ``(t1 - t0)/windows`` is a problem ``windows`` times shorter: a
 transport over many wavelengths, a long-time diffusion or a stiff reaction becomes a
@@ -101,7 +102,8 @@ class WindowStart:
         for axis, k in enumerate(tuple(deriv or ())):  # spatial derivatives, by autodiff
             for _ in range(int(k)):
                 fn = _partial(fn, axis)
-        out = jax.vmap(fn)(jax.lax.stop_gradient(x)).reshape(shape)
+        # differentiable in x: a hard window start takes the PDE's derivatives through it
+        out = jax.vmap(fn)(x).reshape(shape)
         return np.asarray(out) if xp is np else out
 
     def __repr__(self) -> str:

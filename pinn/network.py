@@ -156,11 +156,9 @@ def hard_transforms(problem, apply, *, time_span: bool = True):
     for j in sorted(set(dirichlet) | set(initial)):
         if j in dirichlet and j in initial:
             (dist, g), (u0, rate) = dirichlet[j], initial[j]
-            if rate is not None:
-                raise ValueError("hard initial conditions with a rate cannot be combined with "
-                                 "hard Dirichlet conditions on the same field; make one soft")
             out = hard_dirichlet_initial(out, dist, g, value(u0), t_index=ti, t0=t0,
-                                         span=span, outputs=[j])
+                                         span=span, outputs=[j],
+                                         rate_fn=None if rate is None else value(rate))
         elif j in dirichlet:
             dist, g = dirichlet[j]
             out = hard_dirichlet(out, dist, g, outputs=[j])
@@ -172,20 +170,27 @@ def hard_transforms(problem, apply, *, time_span: bool = True):
 
 
 def field_apply(problem, model, seed: int, *, windows: Sequence[float] | None = None,
-                time_span: bool = True):
+                time_span: bool = True, net=None):
     """``apply(net_params, x[N, d]) -> [N, n_fields]`` of a trained solution: the network
     of ``model`` with the hard conditions (:func:`hard_transforms`), or, trained in time
     windows (the edges ``windows``), one such network per window, piecewise in time
     (:func:`pinn.marching.piecewise_apply`; ``net_params`` by :func:`~pinn.marching.
-    window_key`)."""
+    window_key`). A later window starts exactly where the one before ended: its network is
+    built on that window's values at its start, so the windows' trained parameters ``net``
+    are needed to build it (as training built it)."""
     if windows is None:
         raw, _ = build_network(problem, model, seed)
         return hard_transforms(problem, raw, time_span=time_span)
-    applies = []
+    applies, previous = [], None
     for k in range(len(windows) - 1):
-        pk = marching.window_problem(problem, k, windows)
+        if k > 0 and net is None:
+            raise ValueError("a solution in time windows needs its trained parameters to "
+                             "build its network (each window starts from the one before)")
+        pk = marching.window_problem(problem, k, windows, previous=previous)
         raw, _ = build_network(pk, model, seed)
         applies.append(hard_transforms(pk, raw))
+        if net is not None:
+            previous = (applies[-1], net[marching.window_key(k)])
     return marching.piecewise_apply(applies, windows, problem.time_index)
 
 

@@ -407,11 +407,6 @@ def fem_run(problem, *, cells: int = 64, element: str = "P2", dt: float | None =
 # training window by window (pinn.marching: the windows' logic)
 
 
-def _cast_like(tree, like, precision: int):
-    with precision_scope(precision):
-        return jax.tree.map(lambda a, b: jnp.asarray(np.asarray(a), b.dtype), tree, like)
-
-
 def _say(run: Run, text: str) -> None:
     """A progress line between windows, where the run shows progress as lines or a bar."""
     shown = [o for o in run.observers if isinstance(o, Progress)]
@@ -471,9 +466,9 @@ def train_windows(run: Run, **loop_overrides) -> Solution:
     marching.check_windows(problem, windows)
     edges = marching.window_edges(problem, windows)
     inner = replace(training, windows=1)
-    hard_start = any(c.initial and c.hard for c in problem.conditions.values())
     t_start = time.perf_counter()
     nets, history, window_metrics, previous, step0 = {}, [], [], None, 0
+    applies: list = []
     totals = {"steps_done": 0, "train_seconds": 0.0, "compile_seconds": 0.0}
     last = None
     for k in range(windows):
@@ -481,10 +476,6 @@ def train_windows(run: Run, **loop_overrides) -> Solution:
         pk = marching.window_problem(problem, k, edges, previous=previous)
         wrun = setup(pk, run.model, inner, precision=run.precision, progress=run.progress,
                      resolution=run.resolution, observers=run.observers, plan=False)
-        if previous is not None and not (k == 1 and hard_start):
-            # the solution a moment earlier: a better start than a random network
-            wrun.params = {"net": _cast_like(previous[1], wrun.params["net"],
-                                              run.precision), "pde": wrun.params["pde"]}
         wdir = None if run.out_dir is None else run.out_dir / "windows" / marching.window_key(k)
         done = wdir is not None and run.resume and (wdir / serialize.PARAMS_FILE).is_file()
         _say(run, f"window {k + 1}/{windows}: t in [{a:.6g}, {b:.6g}]"
@@ -500,17 +491,19 @@ def train_windows(run: Run, **loop_overrides) -> Solution:
         step0 += int(last.get("steps_done", training.steps))
         nets[marching.window_key(k)] = net
         previous = (wrun.assembly.apply, jax.device_get(net))
-    return _windows_solution(run, edges, nets, history, totals, window_metrics, last,
+        applies.append(wrun.assembly.apply)
+    return _windows_solution(run, edges, nets, applies, history, totals, window_metrics, last,
                              time.perf_counter() - t_start)
 
 
-def _windows_solution(run: Run, edges, nets: dict, history: list, totals: dict,
+def _windows_solution(run: Run, edges, nets: dict, applies: list, history: list, totals: dict,
                       window_metrics: list, last: dict | None, wall: float) -> Solution:
     """The piecewise solution of a marched run, scored and (with ``out_dir``) saved."""
     problem, training = run.problem, run.training
     sol = Solution(problem, run.model, {"net": nets, "pde": {}}, seed=training.seed,
                    precision=run.precision, history=history, training=training,
-                   resolution=run.resolution, windows=tuple(float(e) for e in edges))
+                   resolution=run.resolution, windows=tuple(float(e) for e in edges),
+                   apply=marching.piecewise_apply(applies, edges, problem.time_index))
     sol.metrics = {
         "problem": problem.name, "method": "PINN", "steps": training.steps * training.windows,
         **totals, "wall_seconds": float(wall), "precision": run.precision,

@@ -74,7 +74,8 @@ class Solution:
             with precision_scope(self.precision):
                 self._apply = field_apply(self.problem, self.model, self.seed,
                                           windows=self.windows,
-                                          time_span=self.time_span_scaled)
+                                          time_span=self.time_span_scaled,
+                                          net=self.params["net"] if self.windows else None)
         return self._apply
 
     def _as_points(self, points, params: Mapping[str, float] | None = None) -> np.ndarray:

@@ -60,13 +60,45 @@ def test_previous_window_gives_values_rates_and_derivatives():
                                rtol=1e-5, atol=1e-6)
     rate = M.WindowStart(apply, params, 0, 0.5, 1, rate=True)
     np.testing.assert_allclose(rate([xs]), np.sin(2 * xs), rtol=1e-6)
-    # in a window's problem: the initial values are this table, soft, with the weight kept
+    # in a window's problem: the initial values are this table, built into the network
     p = heat()
     start = M.window_problem(p, 1, M.window_edges(p, 2), previous=(apply, params))
     c = start.conditions["start"]
-    assert isinstance(c, C.Initial) and not c.hard and c.weight == 10.0
+    assert isinstance(c, C.Initial) and c.hard and c.weight == 10.0
     (f, v), = c.values
     assert f == u and isinstance(v, E.Tabulated) and v.table.t == 0.5
+
+
+def test_a_later_window_starts_exactly_where_the_one_before_ended():
+    """The window's network at its start time equals the previous window there, and so do
+    the x-derivatives the PDE takes (through the hard start): value and rate carried over
+    for a second-order evolution, whatever the window's own network."""
+    from pinn.network import hard_transforms
+
+    def previous(params, pts):  # u = sin(2x)(1 + t^2): u_t(x, 0.5) = sin(2x)
+        return jnp.sin(params["k"] * pts[:, :1]) * (1 + pts[:, 1:2] ** 2)
+
+    def raw(params, pts):  # the window's own network: anything
+        return jnp.cos(3 * pts[:, :1] + pts[:, 1:2]) + params
+
+    wave = pinn.Problem(domain=pinn.Interval(0, 1) * pinn.TimeInterval(0, 1), coords=(x, t),
+                        equations={"wave": pinn.D(u, t, 2) - pinn.D(u, x, 2)},
+                        conditions={"start": pinn.Initial(u, pinn.sin(2 * x), rate=0)})
+    with jax.enable_x64(True):
+        prev = (previous, {"k": jnp.asarray(2.0)})
+        pk = M.window_problem(wave, 1, M.window_edges(wave, 2), previous=prev)
+        apply = hard_transforms(pk, raw)
+        xs = jnp.linspace(0.05, 0.95, 7)
+
+        def at(tt):
+            return lambda z: apply(jnp.asarray(0.7), jnp.stack([z, jnp.full_like(z, tt)], 1))
+
+        np.testing.assert_allclose(at(0.5)(xs)[:, 0], 1.25 * np.sin(2 * xs), rtol=1e-12)
+        u_x = jax.vmap(jax.grad(lambda z: at(0.5)(z[None])[0, 0]))(xs)
+        np.testing.assert_allclose(u_x, 2.5 * np.cos(2 * xs), rtol=1e-12)
+        u_t = jax.vmap(jax.grad(lambda tt, z: apply(
+            jnp.asarray(0.7), jnp.stack([z, tt])[None])[0, 0]), (None, 0))(0.5, xs)
+        np.testing.assert_allclose(u_t, np.sin(2 * xs), rtol=1e-12, atol=1e-14)
 
 
 def test_piecewise_apply_selects_by_time():

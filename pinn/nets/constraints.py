@@ -173,13 +173,17 @@ def hard_dirichlet_initial(
     t0: float = 0.0,
     *,
     span: float = 1.0,
+    rate_fn: Value | None = None,
     outputs: int | Sequence[int] | None = None,
 ) -> ApplyFn:
     """Boundary and initial data at once, for evolution problems:
 
     ``u(x, t) = u0(x) + g(x, t) - g(x, t0) + d(x) · (t - t0)/T · N(x, t)``
 
-    (``span``: ``T``, the length of the time interval, as in :func:`hard_initial`).
+    (``span``: ``T``, the length of the time interval, as in :func:`hard_initial`); with
+    ``rate_fn`` (``v0``, the initial ``D(u, t)``, a second-order evolution) also
+
+    ``u(x, t) = u0 + g - g(x, t0) + (t - t0) (v0 - g_t(x, t0)) + d (t - t0)²/T² N``.
 
     At ``t = t0`` this is ``u0`` exactly; where ``d`` vanishes it is
     ``g + (u0 - g(·, t0))``, i.e. ``g`` when the data are compatible
@@ -191,7 +195,7 @@ def hard_dirichlet_initial(
         raise TypeError(f"distance_fn must be a function of the points, got {distance_fn!r}")
     _check_t_index(t_index)
     t0 = float(t0)
-    scale = _span_scale(span, 1)
+    scale = _span_scale(span, 2 if rate_fn is not None else 1)
 
     def rule(x, n):
         _check_t_range(t_index, x)
@@ -204,7 +208,13 @@ def hard_dirichlet_initial(
         g = _as_columns(boundary_value_fn, x, k, "boundary_value_fn")
         g0 = _as_columns(boundary_value_fn, x0, k, "boundary_value_fn")
         d = _as_columns(distance_fn, x, k, "distance_fn")
-        return u0 + (g - g0) + d * tau * n
+        if rate_fn is None:
+            return u0 + (g - g0) + d * tau * n
+        v0 = _as_columns(rate_fn, x, k, "rate_fn")
+        along_t = jnp.where(jnp.arange(x.shape[-1]) == t_index % x.shape[-1], 1.0, 0.0)
+        _, g_t0 = jax.jvp(lambda y: _as_columns(boundary_value_fn, y, k, "boundary_value_fn"),
+                          (x0,), (jnp.broadcast_to(along_t, x0.shape).astype(x0.dtype),))
+        return u0 + (g - g0) + tau * (v0 - g_t0 + d * tau * n)
 
     return _combine(apply, outputs, rule)
 
