@@ -114,9 +114,15 @@ def _dirichlet(problem, hs: list) -> tuple:
                                  f"Dirichlet condition on {part} ({seen[part]}); give each "
                                  "boundary part one value")
             seen[part] = name
+    values = [_value(problem, h.value) for _, h in hs]
+    if all(h.parts is None for _, h in hs):  # walls of a box: polynomial distances, smooth
+        lo, hi = problem.input_box  # on the walls too (derivatives finite at every point)
+        distances = [box_distance(lo, hi, walls=list(h.walls)) for _, h in hs]
+        every = box_distance(lo, hi, walls=[w for _, h in hs for w in h.walls])
+        return every, lift(distances, values)
     distances = [boundary_distance(problem.space, h.names) for _, h in hs]
     every = boundary_distance(problem.space, tuple(seen))
-    return every, lift(distances, [_value(problem, h.value) for _, h in hs])
+    return every, lift(distances, values)
 
 
 def _value(problem, e):

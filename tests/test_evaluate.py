@@ -185,7 +185,7 @@ def test_condition_weights_survive_an_explicit_weighting():
     u = pinn.field("u")
     p = pinn.Problem(domain=pinn.Interval(0, 1) * pinn.TimeInterval(0, 1),
                      equations={"heat": pinn.D(u, t) - 0.1 * pinn.D(u, x, 2)},
-                     conditions={"walls": pinn.Dirichlet(u, 0, weight=10.0),
+                     conditions={"walls": pinn.Dirichlet(u, 0, weight=10.0, hard=False),
                                  "start": pinn.Initial(u, pinn.sin(pinn.pi * x))})
     stages = [pinn.Stage(pinn.Adam(1e-3), 1)]
     run = pinn.setup(p, pinn.MLP(width=8, depth=1),

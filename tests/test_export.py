@@ -54,12 +54,16 @@ assert not [m for m in sys.modules if m.split(".")[0] == "pinn"], "the loader im
 """
 
 
-def _tiny(steps: int, own_stages: bool = True) -> list[str]:
+def _tiny(steps: int, own_stages: bool = True, second: str | None = "lbfgs") -> list[str]:
     """The file's first stage for ``steps`` steps and its second for 2; ``own_stages=False``
-    (the heat demo, which trains self-scaled Broyden alone): Adam, then SSBroyden."""
+    (the heat demo, which trains self-scaled Broyden alone): Adam for ``steps`` steps, then
+    2 steps of ``second`` (L-BFGS; None: Adam alone). Two SSBroyden steps (a dense 13k x 13k
+    matrix for heat2d's 64 x 4 network) cost ~5 s more and gave the same checked numbers."""
+    adam = (f"{{adam: {{lr: 5.0e-3, decay: exponential, decay_rate: 0.98, decay_steps: 1000}}, "
+            f"steps: {steps}}}")
     stages = [f"training.stages.0.steps={steps}", "training.stages.1.steps=2"] if own_stages \
-        else [f"training.stages=[{{adam: {{lr: 5.0e-3, decay: exponential, decay_rate: 0.98, "
-              f"decay_steps: 1000}}, steps: {steps}}}, {{ssbroyden: {{}}, steps: 2}}]"]
+        else [f"training.stages=[{adam}" + (f", {{{second}: {{}}, steps: 2}}]" if second
+                                            else "]")]
     sets = [*stages, "training.points.interior=256", "training.points.boundary=64",
             "training.points.initial=64", "training.points.resample_every=50",
             "training.chunk=50", "evaluation.resolution=12", "evaluation.snapshots=2",
@@ -312,6 +316,7 @@ def test_readme_deploy_numbers_are_in_inference_md():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not HAVE_ONNX, reason="the benchmark compares ONNX: pip install -e '.[onnx]'")
 def test_inference_benchmark_smoke(tmp_path):
     """benchmarks/inference.py end to end at tiny sizes (tens of seconds)."""
     out = tmp_path / "INFERENCE.md"
@@ -334,7 +339,10 @@ def test_a_parametric_solution_exports_with_its_parameter_as_an_input(capsys, tm
 
     path = HEAT.parent / "heat2d_parametric.yaml"
     run = tmp_path / "run"
-    assert main(["solve", str(path), "--out", str(run), "--quiet", *_tiny(100)]) == 0
+    # 20 Adam steps alone (the file's Adam + SSBroyden compile a second stage): what is
+    # checked is that the graph equals Solution.evaluate, whatever the training reached
+    assert main(["solve", str(path), "--out", str(run), "--quiet",
+                 *_tiny(20, own_stages=False, second=None)]) == 0
     art = X.export_run(run, tmp_path / "x")[0]
     assert art.meta["inputs"] == ["x", "y", "t", "alpha"]
     assert art.meta["parametric_inputs"] == ["alpha"] and "alpha" not in art.meta["parameters"]

@@ -84,7 +84,7 @@ def mixed_run(steps=200, checkpoint_every=None, **kw):
     return run(fit_terms, params,
                Training([Stage(SSBroyden(), steps, precision="mixed")],
                         points=Points(resample_every=None), chunk=10, eval_every=None,
-                        checkpoint_every=checkpoint_every), sample_fn=fit_sample,
+                        checkpoint_every=checkpoint_every, stop=None), sample_fn=fit_sample,
                key=jax.random.key(3), progress=False, **kw)
 
 
@@ -105,7 +105,8 @@ def test_a_mixed_stage_goes_on_in_float64_from_its_float32_floor(tmp_path):
         alone32 = run(fit_terms, params,
                       Training([Stage(SSBroyden(), 200, precision=32)],
                                points=Points(resample_every=None), chunk=10, eval_every=None,
-                               checkpoint_every=None), sample_fn=fit_sample, key=jax.random.key(3),
+                               checkpoint_every=None, stop=None), sample_fn=fit_sample,
+                      key=jax.random.key(3),
                       progress=False)
     assert seen.seen == {0: {"float32", "float64"}}
     switch = [r for r in mixed.history if r.get("event") == "float64"]
@@ -141,7 +142,8 @@ def test_a_mixed_lbfgs_stage_goes_on_in_float64():
         res = run(fit_terms, params,
                   Training([Stage(LBFGS(), 300, precision="mixed")],
                            points=Points(resample_every=None), chunk=10, eval_every=None,
-                           checkpoint_every=None), sample_fn=fit_sample, key=jax.random.key(3),
+                           checkpoint_every=None, stop=None), sample_fn=fit_sample,
+                  key=jax.random.key(3),
                   progress=False)
     assert "float64_from" in res.stages[0]
     assert res.params["net"]["a"].dtype == jnp.float64

@@ -140,6 +140,8 @@ def test_a_piped_solve_prints_at_once_and_then_at_least_every_ten_seconds(tmp_pa
            "--set", "training.stages=[{adam: {lr: 5.0e-3}, steps: 40}, "
            "{ssbroyden: {}, steps: 5}]",
            "--set", "training.points.interior=64", "--set", "training.chunk=20",
+           # a small network: what is timed is when the lines come, not the training
+           "--set", "model.mlp.width=8", "--set", "model.mlp.depth=1",
            "--set", "evaluation.resolution=[9,9,3]"]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -227,16 +227,19 @@ def transfinite_weights(distances, power: int = 2):
     ``w_i = prod_{k != i} phi_k^p / sum_j prod_{k != j} phi_k^p``, written with products so
     that nothing overflows where a distance is ~0. ``power`` 2 makes ``1 - w_i`` vanish to
     second order at part ``i``: a lift blended from them has the normal derivative of that
-    part's own value there. Where two parts meet (every distance ~0) the weights are 0."""
+    part's own value there. Exactly where two parts meet (every product 0) the weights are
+    ``1/m`` with zero derivatives (both branches of a ``where`` finite, so that no
+    derivative of any order is NaN there: the data jump at such a corner anyway)."""
     distances = tuple(distances)
     m = len(distances)
 
-    def weights(x):  # elementwise products and sums only: the Taylor engine sees them
+    def weights(x):  # elementwise products, sums and selects: the Taylor engine sees them
         phi = [d(x) ** power for d in distances]
         terms = [_product([p for k, p in enumerate(phi) if k != i], phi[0]) for i in range(m)]
         total = sum(terms[1:], terms[0])
-        total = jnp.maximum(total, jnp.finfo(total.dtype).tiny)
-        return [t / total for t in terms]
+        meet = total <= jnp.finfo(total.dtype).tiny
+        safe = jnp.where(meet, jnp.ones_like(total), total)
+        return [jnp.where(meet, jnp.full_like(t, 1.0 / m), t / safe) for t in terms]
 
     return weights
 
