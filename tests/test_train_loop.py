@@ -84,8 +84,8 @@ def poly_run(**kwargs):
     params = {"net": {"a": jnp.zeros(9)}, "pde": {"c": jnp.asarray(0.3)}}
     return run(poly_terms, params,
                Training(POLY_STAGES, points=Points(resample_every=4), chunk=8, eval_every=None,
-                        checkpoint_every=None, stop=None), sample_fn=poly_sample, key=jax.random.key(7),
-               weighting=POLY_WEIGHTING, progress=False, **kwargs)
+                        checkpoint_every=None, stop=None), sample_fn=poly_sample,
+               key=jax.random.key(7), weighting=POLY_WEIGHTING, progress=False, **kwargs)
 
 
 def strip(rows):
