@@ -104,8 +104,9 @@ def _dirichlet(problem, hs: list) -> tuple:
     if len(hs) == 1:
         (_, h), = hs
         if h.parts is None:  # a box: the product of its walls' distances
-            return box_distance(*problem.input_box, walls=list(h.walls)), _value(problem, h.value)
-        return boundary_distance(problem.space, h.parts), _value(problem, h.value)
+            return (box_distance(*problem.input_box, walls=list(h.walls)),
+                    value_fn(problem, h.value))
+        return boundary_distance(problem.space, h.parts), value_fn(problem, h.value)
     seen: dict[str, str] = {}
     for name, h in hs:
         for part in h.names:
@@ -114,7 +115,7 @@ def _dirichlet(problem, hs: list) -> tuple:
                                  f"Dirichlet condition on {part} ({seen[part]}); give each "
                                  "boundary part one value")
             seen[part] = name
-    values = [_value(problem, h.value) for _, h in hs]
+    values = [value_fn(problem, h.value) for _, h in hs]
     if all(h.parts is None for _, h in hs):  # walls of a box: polynomial distances, smooth
         lo, hi = problem.input_box  # on the walls too (derivatives finite at every point)
         distances = [box_distance(lo, hi, walls=list(h.walls)) for _, h in hs]
@@ -125,7 +126,7 @@ def _dirichlet(problem, hs: list) -> tuple:
     return every, lift(distances, values)
 
 
-def _value(problem, e):
+def value_fn(problem, e):
     """A function of the network's inputs (the ranged parameters pass through)."""
     def fn(x):
         return evaluate_on_points(e, problem.inputs, x, spatial=problem.spatial
@@ -157,7 +158,7 @@ def hard_transforms(problem, apply, *, time_span: bool = True):
             else 1.0)
     ti = problem.time_index if problem.is_evolution else -1
 
-    value = functools.partial(_value, problem)
+    value = functools.partial(value_fn, problem)
     out = apply
     for j in sorted(set(dirichlet) | set(initial)):
         if j in dirichlet and j in initial:

@@ -25,9 +25,13 @@ import dataclasses
 from dataclasses import dataclass, replace
 from typing import Any
 
+import jax.numpy as jnp
+import numpy as np
+
 from pinn import conditions as C
 from pinn import network
 from pinn.dsl import calculus
+from pinn.geometry.adf import boundary_distance
 from pinn.train.spec import Training
 
 __all__ = ["Choice", "Planning", "Plan", "make_plan"]
@@ -113,7 +117,15 @@ def _hard(problem, allowed: bool) -> tuple[Any, list[Choice]]:
             hard.append(name)
         else:
             conditions[name] = c.with_hard(False)
-            soft.append(f"{name}: {why}")
+            soft.append(([name], why))
+    if hard:
+        for pair, why in _jumps(replace(problem, conditions=conditions), hard):
+            pair = [n for n in pair if n in hard]
+            for name in pair:
+                conditions[name] = problem.conditions[name].with_hard(False)
+                hard.remove(name)
+            if pair:
+                soft.append((pair, why))
     if not hard and not soft:
         return problem, []
     planned = replace(problem, conditions=conditions)
@@ -127,7 +139,8 @@ def _hard(problem, allowed: bool) -> tuple[Any, list[Choice]]:
         out.append(Choice("hard", hard, "Dirichlet values built into the network (exactly "
                           "met; " + "; ".join(f"{n} on {p}" for n, p in parts.items()) + ")"))
     if soft:
-        out.append(Choice("soft", [s.split(":")[0] for s in soft], "; ".join(soft)))
+        out.append(Choice("soft", [n for names, _ in soft for n in names],
+                          "; ".join(f"{', '.join(names)}: {why}" for names, why in soft)))
     return planned, out
 
 
@@ -148,6 +161,80 @@ def _why_not_hard(problem, name, c) -> str | None:
     except ValueError as exc:
         return str(exc).removeprefix(f"conditions.{name}: ")
     return None
+
+
+def _jumps(problem, names: list[str]) -> list[tuple[tuple[str, str], str]]:
+    """The conditions among ``names`` (hard Dirichlet) whose value differs, where one of
+    their parts meets a part of another hard condition of the same field, from that one's:
+    a lift across a jump (the lid-driven cavity's corners) has derivatives that grow like
+    ``1/r`` and ``1/r^2`` towards the corner, which the network must cancel; soft, the
+    boundary loss only smooths the jump. The meeting points looked at: the corners and edge
+    midpoints of flat boundary pieces, at the start, middle and end of the time interval
+    and the middle of each ranged parameter's range."""
+    space = problem.space
+    pieces = [p for p in space._boundary_pieces() if p.affine is not None]
+    if space.dim < 2 or not pieces:
+        return []
+    by_field: dict = {}
+    for name in names:
+        for h in problem.conditions[name].hard_outputs(problem, name):
+            by_field.setdefault(h.field, []).append((name, h))
+    out = []
+    for field, hs in by_field.items():
+        for i, (a, ha) in enumerate(hs):
+            for b, hb in hs[i + 1:]:
+                found = _jump(problem, pieces, ha, hb)
+                if found is not None:
+                    where, va, vb = found
+                    out.append(((a, b), f"{field.name} jumps where they meet ({va:.3g} vs "
+                                        f"{vb:.3g} at {where}): a lift across a jump has "
+                                        "unbounded derivatives"))
+    return out
+
+
+def _jump(problem, pieces, ha, hb):
+    """``(point, value a, value b)`` of the largest jump between two hard Dirichlet values
+    at the points where their parts meet, or None."""
+    space = problem.space
+    verts = []
+    for p in pieces:
+        if p.name not in ha.names and p.name not in hb.names:
+            continue
+        o, axes, _ = p.affine
+        axes = np.asarray(axes, np.float64).reshape(-1, space.dim)
+        grids = np.stack(np.meshgrid(*[[0.0, 0.5, 1.0]] * len(axes), indexing="ij"), -1)
+        coef = grids.reshape(-1, len(axes))
+        verts.append(np.asarray(o, np.float64) + coef @ axes)
+    if not verts:
+        return None
+    x = np.unique(np.concatenate(verts), axis=0)
+    da = np.asarray(boundary_distance(space, ha.names)(x))
+    db = np.asarray(boundary_distance(space, hb.names)(x))
+    meet = (da < 1e-9) & (db < 1e-9)
+    if not meet.any():
+        return None
+    x = np.concatenate([x[meet], x[~meet]])  # the meeting points, then the rest (for scale)
+    n_meet = int(meet.sum())
+    rows = [x]
+    if problem.is_evolution:
+        t0, t1 = problem.time.t0, problem.time.t1
+        rows = [np.hstack([x, np.full((len(x), 1), t)]) for t in (t0, (t0 + t1) / 2, t1)]
+    pts = np.concatenate(rows)
+    mids = [0.5 * (p.range[0] + p.range[1]) for p in problem.ranged]
+    if mids:
+        pts = np.hstack([pts, np.tile(mids, (len(pts), 1))])
+    jpts = jnp.asarray(pts, dtype=float)  # the default float type, without a warning
+    va = np.broadcast_to(np.asarray(network.value_fn(problem, ha.value)(jpts)), len(pts))
+    vb = np.broadcast_to(np.asarray(network.value_fn(problem, hb.value)(jpts)), len(pts))
+    # a jump of 1e-4 of the values' size: above float32's rounding of either value
+    scale = max(float(np.max(np.abs(va))), float(np.max(np.abs(vb))))
+    at = (np.arange(len(pts)) % len(x)) < n_meet
+    gap = np.where(at, np.abs(va - vb), 0.0)
+    k = int(np.argmax(gap))
+    if not np.isfinite(gap[k]) or gap[k] <= 1e-4 * scale:
+        return None
+    where = "(" + ", ".join(f"{c:.3g}" for c in pts[k, :space.dim]) + ")"
+    return where, float(va[k]), float(vb[k])
 
 
 # ---------------------------------------------------------------------------

@@ -201,7 +201,8 @@ class LineView:
         tick = min(1.0, max(0.05, self.interval / 2))
         while not self._stop.wait(tick):
             activity = self._activity
-            if activity is None or time.monotonic() - self._last < self.interval:
+            # one tick early: the line comes within ``interval`` of the last, not a tick after
+            if activity is None or time.monotonic() - self._last < self.interval - tick:
                 continue
             what, since = activity
             self._write("heartbeat", f"still {what} ({_seconds(time.monotonic() - since)})",

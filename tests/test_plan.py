@@ -1,0 +1,172 @@
+"""The plan made before training (pinn.plan, issue 33): which Dirichlet conditions are built
+into the network and why not, the points by dimension, and every choice overridable."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pinn
+from pinn import config
+from pinn.network import hard_transforms
+from pinn.plan import Planning, make_plan
+
+KEY = jax.random.PRNGKey(0)
+
+FOUR_HOLES = """\
+fields: [u]
+domain:
+  difference:
+    - rectangle: {min: [-0.5, -0.5], max: [0.5, 0.5]}
+    - {disk: {center: [0.3, 0.3], radius: 0.1}}
+    - {disk: {center: [-0.3, 0.3], radius: 0.1}}
+    - {disk: {center: [0.3, -0.3], radius: 0.1}}
+    - {disk: {center: [-0.3, -0.3], radius: 0.1}}
+equations: {laplace: "laplacian(u) = 0"}
+conditions:
+  square: {dirichlet: {u: "1 + x*y"}, on: [left, right, bottom, top]}
+  h1: {dirichlet: {u: 0}, on: piece1.circle}
+  h2: {dirichlet: {u: "-2 + sin(3*x)"}, on: piece2.circle}
+  h3: {dirichlet: {u: 5}, on: piece3.circle}
+  h4: {dirichlet: {u: "y^2 - 7"}, on: piece4.circle}
+"""
+
+VALUES = {"square": lambda x, y: 1 + x * y, "h1": lambda x, y: 0 * x,
+          "h2": lambda x, y: -2 + np.sin(3 * x), "h3": lambda x, y: 5 + 0 * x,
+          "h4": lambda x, y: y**2 - 7}
+PARTS = {"square": ("left", "right", "bottom", "top"), "h1": ("piece1.circle",),
+         "h2": ("piece2.circle",), "h3": ("piece3.circle",), "h4": ("piece4.circle",)}
+
+
+def _load(tmp_path, text, name="p.yaml"):
+    f = tmp_path / name
+    f.write_text(text)
+    return config.load(str(f))
+
+
+def _stand_in(params, x):  # a network far from every boundary value
+    return (jnp.cos(x @ params) + 2.0)[:, None]
+
+
+def test_piecewise_values_on_four_holes_are_built_in_exactly(tmp_path):
+    """Five Dirichlet conditions of one field on the square and four holes: the plan builds
+    all five in (one transfinite lift), and the network equals each part's own value on
+    that part to 1e-12, whatever the network gives."""
+    built = _load(tmp_path, FOUR_HOLES)
+    plan = make_plan(built.problem, training=None)
+    hard = next(c for c in plan.choices if c.what == "hard")
+    assert sorted(hard.value) == sorted(VALUES)
+    assert all(plan.problem.conditions[n].hard for n in VALUES)
+    with jax.enable_x64(True):
+        u = hard_transforms(plan.problem, _stand_in)
+        params = jnp.asarray([1.3, -0.7], jnp.float64)
+        for name, parts in PARTS.items():
+            b = plan.problem.space.sample_boundary(KEY, 400, on=parts)
+            x = jnp.asarray(b.points, jnp.float64)
+            got = np.asarray(u(params, x))[:, 0]
+            want = VALUES[name](np.asarray(x[:, 0]), np.asarray(x[:, 1]))
+            assert np.abs(got - want).max() <= 1e-12, name
+        # inside, the network is free: the stand-in's value shows through
+        inner = jnp.asarray([[0.0, 0.0], [0.1, -0.2]], jnp.float64)
+        assert np.all(np.isfinite(np.asarray(u(params, inner))))
+
+
+CAVITY = """\
+fields: [u]
+domain: {rectangle: {min: [0, 0], max: [1, 1]}}
+equations: {laplace: "laplacian(u) = 0"}
+conditions:
+  lid: {dirichlet: {u: LID}, on: top}
+  walls: {dirichlet: {u: 0}, on: [left, right, bottom]}
+"""
+
+
+@pytest.mark.parametrize("lid, jumps", [("1", True), ("4*x*(1-x)", False),
+                                        ("sin(pi*x)", False), ("x", True)])
+def test_values_that_jump_where_parts_meet_stay_soft(tmp_path, lid, jumps):
+    """A lid of u = 1 on walls of u = 0 jumps at the two top corners (and u = x at one):
+    those conditions stay soft, and the plan says where; a lid that vanishes at its ends
+    meets the walls continuously and is built in."""
+    plan = make_plan(_load(tmp_path, CAVITY.replace("LID", lid)).problem)
+    kinds = {c.what: c for c in plan.choices}
+    if jumps:
+        assert "hard" not in kinds and sorted(kinds["soft"].value) == ["lid", "walls"]
+        assert "jumps where they meet" in kinds["soft"].why
+        assert "(1, 1)" in kinds["soft"].why or "(0, 1)" in kinds["soft"].why
+        assert not any(c.hard for c in plan.problem.conditions.values())
+    else:
+        assert sorted(kinds["hard"].value) == ["lid", "walls"] and "soft" not in kinds
+        # the lift holds on the walls and the corners, with finite derivatives everywhere
+        with jax.enable_x64(True):
+            u = hard_transforms(plan.problem, _stand_in)
+            params = jnp.asarray([1.3, -0.7], jnp.float64)
+            x = jnp.asarray([[0.0, 0.0], [1.0, 1.0], [0.5, 1.0], [0.0, 0.5], [0.3, 0.0]])
+            lid_fn = {"4*x*(1-x)": lambda x: 4 * x * (1 - x), "sin(pi*x)": np.sin}[lid]
+            want = np.where(np.asarray(x[:, 1]) == 1.0,
+                            lid_fn(np.pi * x[:, 0] if lid == "sin(pi*x)" else x[:, 0]), 0.0)
+            np.testing.assert_allclose(np.asarray(u(params, x))[:, 0], want, atol=1e-12)
+            hess = jax.vmap(jax.hessian(lambda z: u(params, z[None])[0, 0]))(x)
+            assert np.all(np.isfinite(np.asarray(hess)))
+
+
+def test_what_the_plan_may_not_build_in_stays_soft_and_says_why():
+    x, y = pinn.coords("x y")
+    u = pinn.field("u")
+    sq = pinn.Rectangle((0, 0), (1, 1))
+    eq = {"poisson": pinn.laplacian(u) + 1}
+    # a value that uses the field (a Robin-like condition written as Dirichlet)
+    p = pinn.Problem(domain=sq, equations=eq,
+                     conditions={"w": pinn.Dirichlet(u, 0.5 * u, on="left")})
+    soft = {c.what: c for c in make_plan(p).choices}["soft"]
+    assert soft.value == ["w"] and "uses the fields" in soft.why
+    # on a predicate, not on named parts
+    p = pinn.Problem(domain=sq, equations=eq,
+                     conditions={"w": pinn.Dirichlet(u, 0, on=x < 0.5)})
+    soft = {c.what: c for c in make_plan(p).choices}["soft"]
+    assert soft.value == ["w"] and "predicate" in soft.why
+
+
+def test_the_users_own_choices_are_kept_and_planning_can_be_turned_off():
+    x, y = pinn.coords("x y")
+    u = pinn.field("u")
+    sq = pinn.Rectangle((0, 0), (1, 1))
+    eq = {"poisson": pinn.laplacian(u) + 1}
+    own = pinn.Problem(domain=sq, equations=eq,
+                       conditions={"w": pinn.Dirichlet(u, 0, hard=False)})
+    plan = make_plan(own)
+    assert plan.problem.conditions["w"].hard is False and not any(
+        c.what in ("hard", "soft") for c in plan.choices)
+    left = pinn.Problem(domain=sq, equations=eq, conditions={"w": pinn.Dirichlet(u, 0)})
+    assert make_plan(left).problem.conditions["w"].hard is True
+    off = make_plan(left, planning=Planning(hard=False))
+    assert off.problem.conditions["w"].hard is False and off.choices == ()
+    assert make_plan(left, planning=False).choices == ()
+
+
+@pytest.mark.parametrize("dim, interior, boundary", [(1, 1024, 64), (2, 4096, 1024),
+                                                     (3, 8192, 1024)])
+def test_points_follow_the_dimension_unless_the_training_gives_them(dim, interior, boundary):
+    u = pinn.field("u")
+    shape = {1: pinn.Interval(0, 1), 2: pinn.Rectangle((0, 0), (1, 1)),
+             3: pinn.Box((0, 0, 0), (1, 1, 1))}[dim]
+    p = pinn.Problem(domain=shape, equations={"e": pinn.laplacian(u) + 1},
+                     conditions={"w": pinn.Dirichlet(u, 0)})
+    plan = make_plan(p)
+    assert (plan.training.points.interior, plan.training.points.boundary) == (interior, boundary)
+    mine = pinn.Training(points=pinn.Points(interior=77))
+    assert make_plan(p, training=mine).training.points.interior == 77
+    # asked for: the plan sizes them even where a training is given
+    forced = make_plan(p, training=mine, planning=Planning(points=True))
+    assert forced.training.points.interior == interior
+
+
+def test_validate_prints_the_plan(tmp_path, capsys):
+    from pinn.cli import main
+
+    f = tmp_path / "cavity.yaml"
+    f.write_text(CAVITY.replace("LID", "1"))
+    assert main(["validate", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "plan" in out and "jumps where they meet" in out
