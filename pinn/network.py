@@ -49,7 +49,7 @@ def build_network(problem, model, seed: int):
         kw = {"inputs": problem.field_inputs} if subset else {}
         module = model.build(d_in, d_out, key=key, bounds=problem.input_box,
                              periodic=periodic, **kw)
-        return split(module)
+        return _scaled(*split(module), model.output_scale, problem)
     module = user_module(model, key)
     subset = [f"{f.name}({', '.join(f.coords)})" for f in problem.fields if f.coords]
     if subset:
@@ -66,6 +66,22 @@ def build_network(problem, model, seed: int):
             "soft (hard=False) or use a spec such as pinn.MLP(...)")
     return split_user(module, d_in, d_out, jnp.zeros(()).dtype,
                       ", ".join(c.name for c in problem.inputs))
+
+
+def _scaled(apply, params, scale, problem):
+    """``apply`` with its output multiplied by ``scale`` (one number per field)."""
+    if scale is None or all(v == 1.0 for v in scale):
+        return apply, params
+    if len(scale) != len(problem.fields):
+        raise ValueError(f"model output_scale has {len(scale)} numbers for "
+                         f"{len(problem.fields)} fields ({', '.join(problem.field_names)}): "
+                         "give one per field")
+
+    def scaled(p, x):
+        out = apply(p, x)
+        return out * jnp.asarray(scale, out.dtype)
+
+    return scaled, params
 
 
 def periodic_embedding(problem) -> dict[int, float]:

@@ -14,9 +14,17 @@ The choices:
 - **hard**: Dirichlet conditions whose values are expressions of the coordinates and
   parameters, on named boundary parts of a shape with distance functions, are built into
   the network (different values on different parts blended by one lift,
-  :func:`pinn.geometry.adf.lift`), unless the condition says ``hard`` itself;
+  :func:`pinn.geometry.adf.lift`), unless the condition says ``hard`` itself. Not where
+  two values jump where their parts meet (the lift's derivatives are unbounded there), nor
+  where the value's formula is the problem's exact solution inside the domain as well (a
+  manufactured benchmark: the lift would be the answer);
 - **points**: the collocation points sized by the problem's dimension (a 1D problem does
-  not need 4096 interior and 1024 boundary points).
+  not need 4096 interior and 1024 boundary points);
+- **scale**: a field whose boundary, initial or data values are large (above 10 at their
+  largest) is the network's output times that size
+  (``output_scale`` of the network spec), so that the network itself stays of order one
+  (a tanh network starts at outputs of ~1: a field of 1e4 would take Adam thousands of
+  steps just to grow). The problem is unchanged: its exact solution still satisfies it.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import dataclasses
 from dataclasses import dataclass, replace
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -57,6 +66,7 @@ class Planning:
 
     hard: bool = True
     points: bool | None = None
+    scale: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,10 +96,13 @@ def make_plan(problem, model=None, training: Training | None = None,
     if planning is None or planning is True:
         planning = Planning()
     elif planning is False:
-        planning = Planning(hard=False, points=False)
+        planning = Planning(hard=False, points=False, scale=False)
     choices: list[Choice] = []
     problem, made = _hard(problem, planning.hard)
     choices += made
+    if planning.scale:
+        model, made = _scale(problem, model)
+        choices += made
     plan_points = planning.points if planning.points is not None else training is None
     training = Training() if training is None else training
     if plan_points:
@@ -153,6 +166,10 @@ def _why_not_hard(problem, name, c) -> str | None:
                                               and c.on not in ("boundary",
                                                                *problem.space.boundary_parts)):
         return "it holds where a predicate says, not on named parts"
+    given = _the_answer(problem, c)
+    if given is not None:
+        return (f"its value is the exact solution of {given} inside the domain too: built in, "
+                "the lift would be the answer and the error would not measure the solve")
     try:
         for h in c.hard_outputs(problem, name):
             C.check_hard_subset(problem, name, h)
@@ -160,6 +177,28 @@ def _why_not_hard(problem, name, c) -> str | None:
         network.check_hard(replace(problem, conditions={**problem.conditions, name: c}))
     except ValueError as exc:
         return str(exc).removeprefix(f"conditions.{name}: ")
+    return None
+
+
+def _the_answer(problem, c, n: int = 256) -> str | None:
+    """The field whose Dirichlet value in ``c`` equals the problem's exact solution at
+    points inside the domain (a manufactured benchmark that writes the exact formula as the
+    boundary value), or None."""
+    from pinn.points import ProblemPoints
+
+    exact = {f.name: v for f, v in problem.exact.items()} if problem.exact else {}
+    todo = [(f, v) for f, v in c.values if f.name in exact]
+    if not todo:
+        return None
+    x = ProblemPoints(problem).interior(jax.random.PRNGKey(0), n)
+    for f, v in todo:
+        g = np.asarray(network.value_fn(problem, v)(x), np.float64)
+        u = np.asarray(network.value_fn(problem, exact[f.name])(x), np.float64)
+        g, u = np.broadcast_to(g, (n,)), np.broadcast_to(u, (n,))
+        size = float(np.max(np.abs(u)))
+        if np.all(np.isfinite(g - u)) and float(np.max(np.abs(g - u))) <= 1e-6 * max(size,
+                                                                                      1e-30):
+            return f.name
     return None
 
 
@@ -235,6 +274,75 @@ def _jump(problem, pieces, ha, hb):
         return None
     where = "(" + ", ".join(f"{c:.3g}" for c in pts[k, :space.dim]) + ")"
     return where, float(va[k]), float(vb[k])
+
+
+# ---------------------------------------------------------------------------
+# output scale
+
+
+def _scale(problem, model) -> tuple[Any, list[Choice]]:
+    """The network spec with ``output_scale`` set where a field's values are far from
+    order one (and the spec does not set it itself)."""
+    from pinn.nets import ModelSpec
+
+    if not isinstance(model, ModelSpec) or model.output_scale is not None:
+        return model, []
+    sizes = field_sizes(problem)
+    scale = tuple(_round(sizes.get(f.name, 0.0)) for f in problem.fields)
+    if all(v == 1.0 for v in scale):
+        return model, []
+    chosen = {f.name: v for f, v in zip(problem.fields, scale, strict=True) if v != 1.0}
+    return replace(model, output_scale=scale), [Choice(
+        "scale", chosen, "the network's output times the size of the field's boundary, "
+        "initial and data values (" + ", ".join(f"{n} up to {sizes[n]:.3g}"
+                                               for n in chosen) + ")")]
+
+
+def _round(size: float) -> float:
+    """The size to one digit where it is above 10; else 1. Small values do not scale down:
+    a field that vanishes on the boundary (``sin(pi x)`` at the ends of [-1, 1] is ~1e-16)
+    can be of order one inside."""
+    if not np.isfinite(size) or size <= 10:
+        return 1.0
+    return float(f"{size:.0e}")
+
+
+def field_sizes(problem, n: int = 512, seed: int = 0) -> dict[str, float]:
+    """``{field: largest |value|}`` over the problem's Dirichlet values (on their parts),
+    initial values and rates times the time span (on the initial slice) and data, where
+    they are given: the size the field has where the problem says what it is."""
+    from pinn.points import ProblemPoints
+
+    pts = ProblemPoints(problem)
+    key = jax.random.PRNGKey(seed)
+    sizes: dict[str, float] = {}
+
+    def see(field, values):
+        v = np.abs(np.asarray(values, np.float64))
+        v = v[np.isfinite(v)]
+        if v.size:
+            sizes[field.name] = max(sizes.get(field.name, 0.0), float(v.max()))
+
+    for k, c in enumerate(problem.conditions.values()):
+        kk = jax.random.fold_in(key, k)
+        if isinstance(c, C.Dirichlet) and isinstance(c.on, (str, tuple)):
+            x, _ = pts.boundary(kk, n, c.on)
+            for f, v in c.values:
+                if not calculus.fields_of(v):
+                    see(f, network.value_fn(problem, v)(x))
+        elif isinstance(c, C.Initial):
+            x = pts.initial(kk, n)
+            span = float(problem.time.t1 - problem.time.t0)
+            for f, v in c.values:
+                if not calculus.fields_of(v):
+                    see(f, network.value_fn(problem, v)(x))
+            for f, v in c.rates:
+                if not calculus.fields_of(v):
+                    see(f, span * np.asarray(network.value_fn(problem, v)(x)))
+        elif isinstance(c, C.Data):
+            for f, v in c.values:
+                see(f, v)
+    return sizes
 
 
 # ---------------------------------------------------------------------------

@@ -348,7 +348,7 @@ def setup(problem, model=None, training: Training | None = None, *,
     compile_cache.enable()  # before anything compiles: a re-run loads its programs
     model = model if model is not None else DEFAULT_MODEL
     planned = make_plan(problem, model, training, plan)
-    problem, training = planned.problem, planned.training
+    problem, model, training = planned.problem, planned.model, planned.training
     # each stage's precision (its own, else the run's or auto's), written into the stages
     # where they differ; the run's is the highest
     training = training.with_stage_precisions(precision)

@@ -170,3 +170,88 @@ def test_validate_prints_the_plan(tmp_path, capsys):
     assert main(["validate", str(f)]) == 0
     out = capsys.readouterr().out
     assert "plan" in out and "jumps where they meet" in out
+
+
+BIG = """\
+fields: [u, v]
+domain: {rectangle: {min: [0, 0], max: [1, 1]}}
+equations:
+  poisson: "-laplacian(u) = 2e4*pi^2*sin(pi*x)*sin(pi*y)"
+  small: "-laplacian(v) = 0"
+conditions:
+  walls: {dirichlet: {u: "1e4*x*y"}, on: boundary}
+  v_walls: {dirichlet: {v: "1e-3*(1 + x)"}, on: boundary}
+exact: {u: "1e4*(sin(pi*x)*sin(pi*y) + x*y)", v: "1e-3*(1 + x)"}
+"""
+
+
+def test_fields_far_from_order_one_scale_the_network_output(tmp_path):
+    """A field of size 1e4 (its boundary values) and one of 1e-3: the plan multiplies the
+    network's output for the first by 1e4 (its size to one digit) and leaves the second (a
+    field small on the boundary can be large inside); the problem, and so its
+    exact solution's residuals, are unchanged; a spec's own output_scale is kept and
+    ``plan: {scale: false}`` leaves it at 1."""
+    built = _load(tmp_path, BIG)
+    plan = make_plan(built.problem, built.model(), None, built.planning())
+    scale = {c.what: c for c in plan.choices}["scale"]
+    assert scale.value == {"u": 1e4} and "u up to 1e+04" in scale.why
+    assert plan.model.output_scale == (1e4, 1.0)
+    assert plan.problem.equations == built.problem.equations
+    # the network's output is the raw network's times the scale
+    from pinn.network import build_network
+    raw, params = build_network(plan.problem, built.model(), 0)
+    scaled, _ = build_network(plan.problem, plan.model, 0)
+    x = jnp.asarray([[0.2, 0.3], [0.7, 0.9]])
+    np.testing.assert_allclose(np.asarray(scaled(params, x)),
+                               np.asarray(raw(params, x)) * np.asarray([1e4, 1.0]),
+                               rtol=1e-6)
+    own = _load(tmp_path, BIG + "model: {mlp: {width: 8, depth: 1}, output_scale: {u: 50}}\n",
+                "own.yaml")
+    kept = make_plan(own.problem, own.model(), None, own.planning())
+    assert kept.model.output_scale == (50.0, 1.0)
+    assert not any(c.what == "scale" for c in kept.choices)
+    off = _load(tmp_path, BIG + "plan: {scale: false}\n", "off.yaml")
+    assert make_plan(off.problem, off.model(), None, off.planning()).model.output_scale is None
+    # order-one values: no choice
+    unit = _load(tmp_path, BIG.replace("1e4*", "").replace("2e4*", "2*").replace("1e-3*", ""),
+                 "unit.yaml")
+    assert not any(c.what == "scale"
+                   for c in make_plan(unit.problem, unit.model(), None).choices)
+
+
+def test_a_scaled_solution_saves_and_loads_with_its_scale(tmp_path):
+    """The scale is part of the network spec: a saved run rebuilds the same network."""
+    from pinn.solution import Solution
+
+    built = _load(tmp_path, BIG)
+    training = pinn.Training([pinn.Stage(pinn.Adam(1e-3), 5)],
+                             points=pinn.Points(interior=64, boundary=32))
+    sol = pinn.solve(built.problem, pinn.MLP(width=8, depth=1), training, progress=False,
+                     out_dir=tmp_path / "run", plan=built.planning())
+    assert sol.model.output_scale == (1e4, 1.0)
+    back = Solution.load(tmp_path / "run")
+    assert back.model.output_scale == (1e4, 1.0)
+    x = np.asarray([[0.2, 0.3], [0.7, 0.9]])
+    a, b = sol.evaluate(x, ["u", "v"]), back.evaluate(x, ["u", "v"])
+    for k in ("u", "v"):
+        np.testing.assert_allclose(np.asarray(b[k]), np.asarray(a[k]), rtol=1e-6)
+    assert float(np.max(np.abs(np.asarray(a["u"])))) > 100  # the scale shows in the values
+
+
+def test_a_value_that_is_the_exact_solution_stays_soft(tmp_path):
+    """A manufactured benchmark that writes the exact formula as the boundary value: built
+    in, the lift would be the solution; the plan keeps it soft and says so. The same file
+    with boundary data that only agree with the exact solution on the boundary: hard."""
+    text = """\
+fields: [u]
+domain: {rectangle: {min: [0, 0], max: [1, 1]}}
+equations: {poisson: "-laplacian(u) = 2*pi^2*sin(pi*x)*sin(pi*y)"}
+conditions:
+  walls: {dirichlet: {u: VALUE}, on: boundary}
+exact: {u: "sin(pi*x)*sin(pi*y)"}
+"""
+    same = make_plan(_load(tmp_path, text.replace("VALUE", '"sin(pi*x)*sin(pi*y)"')).problem)
+    soft = {c.what: c for c in same.choices}["soft"]
+    assert soft.value == ["walls"] and "the lift would be the answer" in soft.why
+    zero = make_plan(_load(tmp_path, text.replace("VALUE", "0"), "zero.yaml").problem)
+    assert {c.what: c for c in zero.choices}["hard"].value == ["walls"]

@@ -86,7 +86,8 @@ class Built:
         from pinn.plan import Planning
 
         given = "points" in self.spec.training.model_fields_set
-        return Planning(hard=self.spec.plan.hard, points=self.spec.plan.points and not given)
+        return Planning(hard=self.spec.plan.hard, points=self.spec.plan.points and not given,
+                        scale=self.spec.plan.scale)
 
     def plan(self):
         """The plan of this problem (:func:`pinn.plan.make_plan`) with its network and

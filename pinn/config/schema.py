@@ -732,6 +732,9 @@ class ModelSpec(OneOf):
     """Coordinates in ``periodic`` whose period is learnt from the one given (JAX-PI's
     trainable time period: ``periodic: {t: 1.0}, trainable_periods: [t]``)."""
     normalize: Bool = True
+    output_scale: dict[Name, Positive] | None = None
+    """The network's output for each field listed times this number (the others 1): a
+    field of size 1e4 as 1e4 times an output of order one. Absent: the plan decides."""
     per_field: Bool = False
     """One network of this kind per field, each with the width and depth given (PINNacle's
     PFNN), instead of one network with an output per field."""
@@ -988,12 +991,15 @@ class TrainingSpec(Strict):
 
 class PlanSpec(Strict):
     """What the plan made from the problem may choose (``pinn.plan``): ``hard`` (build in the
-    Dirichlet conditions that do not say ``hard`` themselves, where the geometry can) and
+    Dirichlet conditions that do not say ``hard`` themselves, where the geometry can),
     ``points`` (size the collocation points by the problem's dimension, where
-    ``training.points`` does not give them)."""
+    ``training.points`` does not give them) and ``scale`` (multiply the network's output by
+    the size of a field's boundary, initial and data values where that is far from one and
+    ``model.output_scale`` does not say)."""
 
     hard: Bool = True
     points: Bool = True
+    scale: Bool = True
 
 
 # ---------------------------------------------------------------------------

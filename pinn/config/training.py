@@ -38,6 +38,15 @@ def build_model(b: Built):
     kw: dict[str, Any] = dict(kwargs(m.args), normalize=m.normalize)
     if m.per_field:
         kw["per_field"] = True
+    if m.output_scale is not None:
+        names = [f.name for f in b.problem.fields]
+        unknown = [n for n in m.output_scale if n not in names]
+        if unknown:
+            raise ConfigError(Issue(
+                f"unknown field '{unknown[0]}'{suggest(unknown[0], names)} (fields: "
+                f"{', '.join(names)})", ("model", "output_scale"),
+                b.source.location(("model", "output_scale", unknown[0]))))
+        kw["output_scale"] = tuple(float(m.output_scale.get(n, 1.0)) for n in names)
     for key, cls in (("fourier", N.Fourier), ("rwf", N.RWF)):
         option = getattr(m, key)
         if option is not None:  # absent: the network's default; false: none

@@ -139,6 +139,10 @@ class ModelSpec:
     are given to :meth:`build`). ``per_field``: one network of this spec per output
     (field) instead of one shared network (PINNacle's PFNN); fields declared on a subset
     of the coordinates get their own network of those inputs in any case.
+    ``output_scale``: one positive number per output (field), by which the network's output
+    is multiplied, so that a field of size ``1e4`` is ``1e4`` times an output of order one
+    (:func:`pinn.network.build_network` applies it; the plan sets it from the size of the
+    field's boundary, initial and data values, :mod:`pinn.plan`); ``None``: 1.
     """
 
     activation: Activation = "tanh"
@@ -147,6 +151,7 @@ class ModelSpec:
     periodic: Periodic | None = None
     normalize: bool = True
     per_field: bool = False
+    output_scale: tuple[float, ...] | None = None
     to_data = _spec_data
 
     def _common(self, d_in, d_out, key, bounds, periodic, dtype, columns=None) -> dict:
@@ -241,6 +246,15 @@ class ModelSpec:
 
     def __post_init__(self):
         _check_activation(self.activation)
+        if self.output_scale is not None:
+            scale = self.output_scale
+            ok = isinstance(scale, (list, tuple)) and len(scale) > 0 and all(
+                isinstance(v, (int, float, np.floating)) and not isinstance(v, bool)
+                and math.isfinite(v) and v > 0 for v in scale)
+            if not ok:
+                raise ValueError(f"{type(self).__name__}(output_scale=...) takes one positive "
+                                 f"number per field, got {scale!r}")
+            object.__setattr__(self, "output_scale", tuple(float(v) for v in scale))
         if not isinstance(self.per_field, bool):
             raise TypeError(f"{type(self).__name__}(per_field=...) is True or False, got "
                             f"{self.per_field!r}")
