@@ -199,10 +199,12 @@ class LineView:
 
     def _beat(self) -> None:
         tick = min(1.0, max(0.05, self.interval / 2))
+        # up to a tick early (at most a quarter of the interval): the line comes within
+        # ``interval`` of the last, not a tick after it
+        due = self.interval - min(tick, self.interval / 4)
         while not self._stop.wait(tick):
             activity = self._activity
-            # one tick early: the line comes within ``interval`` of the last, not a tick after
-            if activity is None or time.monotonic() - self._last < self.interval - tick:
+            if activity is None or time.monotonic() - self._last < due:
                 continue
             what, since = activity
             self._write("heartbeat", f"still {what} ({_seconds(time.monotonic() - since)})",
