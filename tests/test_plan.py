@@ -111,34 +111,32 @@ def test_values_that_jump_where_parts_meet_stay_soft(tmp_path, lid, jumps):
             assert np.all(np.isfinite(np.asarray(hess)))
 
 
-def test_what_the_plan_may_not_build_in_stays_soft_and_says_why():
-    x, y = pinn.coords("x y")
+def _square(condition):
+    """``-laplacian(u) = 1`` on the unit square with the one condition ``w``."""
     u = pinn.field("u")
-    sq = pinn.Rectangle((0, 0), (1, 1))
-    eq = {"poisson": pinn.laplacian(u) + 1}
+    return pinn.Problem(domain=pinn.Rectangle((0, 0), (1, 1)),
+                        equations={"poisson": pinn.laplacian(u) + 1},
+                        conditions={"w": condition(u)})
+
+
+def test_what_the_plan_may_not_build_in_stays_soft_and_says_why():
+    x, _ = pinn.coords("x y")
     # a value that uses the field (a Robin-like condition written as Dirichlet)
-    p = pinn.Problem(domain=sq, equations=eq,
-                     conditions={"w": pinn.Dirichlet(u, 0.5 * u, on="left")})
+    p = _square(lambda u: pinn.Dirichlet(u, 0.5 * u, on="left"))
     soft = {c.what: c for c in make_plan(p).choices}["soft"]
     assert soft.value == ["w"] and "uses the fields" in soft.why
     # on a predicate, not on named parts
-    p = pinn.Problem(domain=sq, equations=eq,
-                     conditions={"w": pinn.Dirichlet(u, 0, on=x < 0.5)})
+    p = _square(lambda u: pinn.Dirichlet(u, 0, on=x < 0.5))
     soft = {c.what: c for c in make_plan(p).choices}["soft"]
     assert soft.value == ["w"] and "predicate" in soft.why
 
 
 def test_the_users_own_choices_are_kept_and_planning_can_be_turned_off():
-    x, y = pinn.coords("x y")
-    u = pinn.field("u")
-    sq = pinn.Rectangle((0, 0), (1, 1))
-    eq = {"poisson": pinn.laplacian(u) + 1}
-    own = pinn.Problem(domain=sq, equations=eq,
-                       conditions={"w": pinn.Dirichlet(u, 0, hard=False)})
+    own = _square(lambda u: pinn.Dirichlet(u, 0, hard=False))
     plan = make_plan(own)
     assert plan.problem.conditions["w"].hard is False and not any(
         c.what in ("hard", "soft") for c in plan.choices)
-    left = pinn.Problem(domain=sq, equations=eq, conditions={"w": pinn.Dirichlet(u, 0)})
+    left = _square(lambda u: pinn.Dirichlet(u, 0))
     assert make_plan(left).problem.conditions["w"].hard is True
     off = make_plan(left, planning=Planning(hard=False))
     assert off.problem.conditions["w"].hard is False and off.choices == ()
