@@ -18,10 +18,12 @@ saves, loads and exports as any other (a window's boundary belongs to the later 
 
 Conditions in a window are each condition's own ``for_window`` (:class:`pinn.conditions.
 Window`): boundary conditions and equations as given (their expressions see the true
-time); data (observations) restricted to the points inside the slab; a hard initial value
-of the problem stays hard in the first window and is soft (a loss term of the condition's
-weight) in the others. Problems with learnable or ranged parameters are refused (a window
-would learn its own value, or need the previous one at every parameter).
+time); data (observations) restricted to the points inside the slab; the first window
+starts from the problem's own initial condition (hard or soft as it says), each later one
+from the previous window's values and rates, built in (hard; tabulated once as a Chebyshev
+series, :class:`WindowStart`, so a window costs one network however many came before).
+Problems with learnable or ranged parameters are refused (a window would learn its own
+value, or need the previous one at every parameter).
 
 This module is the windows' logic (edges, each window's problem, the piecewise network);
 the loop that trains them one after another is :func:`pinn.run.train_windows`.
@@ -73,37 +75,86 @@ def window_edges(problem, windows: int) -> np.ndarray:
     return np.linspace(problem.time.t0, problem.time.t1, int(windows) + 1)
 
 
+#: Chebyshev nodes per spatial axis of a window start's table, by the space's dimension.
+START_NODES = {1: 257, 2: 65, 3: 25}
+
+
 class WindowStart:
     """The previous window's solution at the start time ``t`` of the next one, as a
     coefficient of the spatial coordinates (a :class:`~pinn.dsl.expr.Tabulated` table):
     ``field`` (or, ``rate=True``, its time derivative) of ``apply(params, ·)`` at
-    ``(x, t)``. Compares by identity; it is not data (a window's problem is not saved)."""
+    ``(x, t)``, interpolated once by a tensor Chebyshev series over the space's bounding
+    ``box`` (:data:`START_NODES` nodes per axis): a later window then costs one network,
+    not the whole chain of the windows before it (each of which would evaluate its own
+    predecessor at every point). ``error``: the largest difference from the network itself
+    at seeded points of the box, relative to the largest value (1e-13 to 1e-10 in 1D for a
+    smooth start). Compares by identity; it is not data (a window's problem is not
+    saved)."""
 
     def __init__(self, apply, params, field_index: int, t: float, dim: int, *,
-                 rate: bool = False):
-        self.apply, self.params = apply, params
+                 rate: bool = False, box=None):
         self.field_index, self.t, self.dim, self.rate = int(field_index), float(t), dim, rate
+        lo, hi = (np.full(dim, -1.0), np.full(dim, 1.0)) if box is None else box
+        self.lo, self.hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+        n = START_NODES.get(dim, 17)
+        nodes = np.cos(np.pi * np.arange(n) / (n - 1))  # Chebyshev points of the 2nd kind
+        grids = np.meshgrid(*[self._from_unit(nodes, i) for i in range(dim)], indexing="ij")
+        pts = np.stack([g.ravel() for g in grids], axis=-1)
+        with jax.enable_x64(True):
+            direct = self._direct(apply, params)
+            values = np.asarray(direct(jnp.asarray(pts)), np.float64).reshape((n,) * dim)
+            self.coef = _cheb_coefficients(values)
+            check = np.random.default_rng(0).uniform(self.lo, self.hi, (256, dim))
+            want = np.asarray(direct(jnp.asarray(check)), np.float64)
+            got = np.asarray(self._series(jnp.asarray(check), (0,) * dim), np.float64)
+        size = max(float(np.max(np.abs(values))), 1e-300)
+        self.error = float(np.max(np.abs(got - want))) / size
 
-    def _value(self, x):  # one point x[dim] -> scalar
-        def u(tt):
-            pt = jnp.concatenate([x, jnp.reshape(tt, (1,))])[None, :]
-            params = jax.tree.map(lambda a: jnp.asarray(a, x.dtype), self.params)
-            return self.apply(params, pt)[0, self.field_index]
+    def _from_unit(self, s, axis: int):
+        return self.lo[axis] + (np.asarray(s) + 1) * (self.hi[axis] - self.lo[axis]) / 2
 
-        t = jnp.asarray(self.t, x.dtype)
-        return jax.grad(u)(t) if self.rate else u(t)
+    def _direct(self, apply, params):
+        """The previous window's value (or rate) at points ``x[N, dim]``, by its network."""
+        def one(x):
+            def u(tt):
+                pt = jnp.concatenate([x, jnp.reshape(tt, (1,))])[None, :]
+                p = jax.tree.map(lambda a: jnp.asarray(a, x.dtype), params)
+                return apply(p, pt)[0, self.field_index]
+
+            t = jnp.asarray(self.t, x.dtype)
+            return jax.grad(u)(t) if self.rate else u(t)
+
+        return jax.jit(jax.vmap(one))
+
+    def _series(self, x, deriv):
+        """The Chebyshev series (differentiated ``deriv[i]`` times along axis ``i``) at
+        ``x[N, dim]``."""
+        dtype = jnp.result_type(x, float)
+        coef = self.coef
+        for axis, k in enumerate(deriv):
+            for _ in range(int(k)):
+                coef = np.polynomial.chebyshev.chebder(coef, axis=axis) * (
+                    2.0 / (self.hi[axis] - self.lo[axis]))
+        out = jnp.asarray(coef, dtype)
+        lo, hi = jnp.asarray(self.lo, dtype), jnp.asarray(self.hi, dtype)
+        s = (2 * x.astype(dtype) - (lo + hi)) / (hi - lo)  # [N, dim] in [-1, 1]
+        # contract the last axis first: out[..., j] with T_j(s[:, axis])
+        for axis in reversed(range(self.dim)):
+            V = _cheb_vander(s[:, axis], out.shape[-1])  # [N, n]
+            out = V @ out.reshape(-1, out.shape[-1]).T if axis == self.dim - 1 else \
+                jnp.einsum("nj,n...j->n...", V, out)
+            if axis == self.dim - 1:
+                out = out.reshape((x.shape[0],) + coef.shape[:-1])
+        return out
 
     def __call__(self, cols, deriv=None, xp=None):
         cols = jnp.broadcast_arrays(*[jnp.asarray(c) for c in cols])
         shape = cols[0].shape
         dtype = jnp.result_type(cols[0], float)
         x = jnp.stack([jnp.ravel(c).astype(dtype) for c in cols], axis=-1)
-        fn = self._value
-        for axis, k in enumerate(tuple(deriv or ())):  # spatial derivatives, by autodiff
-            for _ in range(int(k)):
-                fn = _partial(fn, axis)
+        deriv = tuple(deriv or ()) + (0,) * (self.dim - len(tuple(deriv or ())))
         # differentiable in x: a hard window start takes the PDE's derivatives through it
-        out = jax.vmap(fn)(x).reshape(shape)
+        out = self._series(x, deriv).reshape(shape)
         return np.asarray(out) if xp is np else out
 
     def __repr__(self) -> str:
@@ -111,19 +162,39 @@ class WindowStart:
         return f"WindowStart(field {self.field_index} {what} at t={self.t:g})"
 
 
-def _partial(fn, axis: int):
-    def d(x):
-        return jax.grad(fn)(x)[axis]
+def _cheb_coefficients(values: np.ndarray) -> np.ndarray:
+    """Tensor Chebyshev coefficients of ``values`` given at the Chebyshev points of the
+    second kind ``cos(pi k / (n - 1))`` along every axis (a type-I DCT per axis)."""
+    import scipy.fft
 
-    return d
+    c = np.asarray(values, np.float64)
+    for axis in range(c.ndim):
+        n = c.shape[axis]
+        c = scipy.fft.dct(c, type=1, axis=axis) / (n - 1)
+        edge = [slice(None)] * c.ndim
+        for i in (0, n - 1):
+            edge[axis] = i
+            c[tuple(edge)] /= 2
+    return c
+
+
+def _cheb_vander(s, n: int):
+    """``[T_0(s), ..., T_{n-1}(s)]`` (``[N, n]``) by the three-term recurrence, a scan
+    (differentiable, finite at ``s = ±1``, compiled once whatever ``n``)."""
+    def step(carry, _):
+        a, b = carry
+        return (b, 2 * s * b - a), a
+
+    _, cols = jax.lax.scan(step, (jnp.ones_like(s), s), None, length=n)  # one op, any n
+    return jnp.moveaxis(cols, 0, -1)
 
 
 def window_problem(problem, k: int, edges: Sequence[float], previous=None):
     """The problem of window ``k`` (``[edges[k], edges[k+1]]``): each condition's
     ``for_window`` (:class:`pinn.conditions.Window`).
 
-    ``previous``: ``(apply, net_params)`` of window ``k - 1``, whose values at the
-    window's start become its initial values (soft, with each initial condition's weight);
+    ``previous``: ``(apply, net_params)`` of window ``k - 1``, whose values (and rates)
+    at the window's start become its initial values, built into its network (hard);
     ``None`` for the first window, or to build a later window's problem only to evaluate
     its network (the initial values are then left as the problem's, made soft: a soft
     condition does not enter the network)."""
@@ -133,7 +204,8 @@ def window_problem(problem, k: int, edges: Sequence[float], previous=None):
         fidx = {f: i for i, f in enumerate(problem.fields)}
 
         def start(f, rate):
-            return _start(previous, fidx[f], f, a, problem.spatial, rate=rate)
+            return _start(previous, fidx[f], f, a, problem.spatial, rate=rate,
+                          box=problem.space.bounds)
 
     window = C.Window(a, b, first=k == 0, last=k == len(edges) - 2, start=start)
     conds = {}
@@ -145,11 +217,12 @@ def window_problem(problem, k: int, edges: Sequence[float], previous=None):
                    conditions=conds)
 
 
-def _start(previous, index: int, f, t: float, spatial, *, rate: bool = False) -> E.Expr:
+def _start(previous, index: int, f, t: float, spatial, *, rate: bool = False,
+           box=None) -> E.Expr:
     """The previous window's ``f`` (or its rate) at time ``t``, as an expression of the
     spatial coordinates."""
     apply, params = previous
-    table = WindowStart(apply, params, index, t, len(spatial), rate=rate)
+    table = WindowStart(apply, params, index, t, len(spatial), rate=rate, box=box)
     label = f"{f.name}_t" if rate else f.name
     return E.Tabulated(f"{label}(t={t:g})", table, spatial)
 

@@ -30,7 +30,6 @@ from pinn import compile_cache, marching, serialize
 from pinn import evaluate as ev
 from pinn.distributed import is_main, to_host
 from pinn.io import write_json, write_jsonl, write_npz
-from pinn.nets import MLP
 from pinn.network import build_network
 from pinn.plan import Plan, Planning, make_plan
 from pinn.report import write_run
@@ -48,9 +47,6 @@ from pinn.train.weighting import Causal
 __all__ = ["setup", "Run", "solve", "fem_run", "divergence", "advice", "train_windows",
            "ERROR_NEAR_ONE", "LOSS_FELL"]
 
-#: The network when none is given: the size the default recipe (a dense quasi-Newton
-#: stage) is made for; a problem file without ``model:`` gets the same.
-DEFAULT_MODEL = MLP(width=30, depth=3)
 
 #: A relative L2 error at or above this is "near 1": the network learned nothing useful.
 ERROR_NEAR_ONE = 0.9
@@ -346,7 +342,6 @@ def setup(problem, model=None, training: Training | None = None, *,
     choices are the run's ``plan`` (and ``metrics["plan"]``).
     """
     compile_cache.enable()  # before anything compiles: a re-run loads its programs
-    model = model if model is not None else DEFAULT_MODEL
     planned = make_plan(problem, model, training, plan)
     problem, model, training = planned.problem, planned.model, planned.training
     # each stage's precision (its own, else the run's or auto's), written into the stages

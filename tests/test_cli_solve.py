@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import signal
 import subprocess
@@ -39,7 +40,7 @@ def tiny(path: str, steps: int = 20) -> list[str]:
     spec, _ = load_spec(path)
     sets = [f"training.stages.0.steps={steps}", "training.points.interior=128",
             "training.points.boundary=32", "training.points.initial=32",
-            "training.points.resample_every=10", "training.chunk=10",
+            f"training.points.resample_every={steps}", "training.chunk=10",
             "evaluation.resolution=10", "evaluation.snapshots=2"]
     sets += [f"training.stages.{i}.steps=2" for i in range(1, len(spec.training.stages))]
     if spec.training.windows > 1:  # time marching: two windows show it
@@ -161,10 +162,24 @@ def test_every_problem_solves_end_to_end(capsys, tmp_path, path):
     assert set(m["rel_l2"]) == set(built.problem.field_names), m["rel_l2"]
     saved = Solution.load(run_dir).score().rel_l2
     assert saved == pytest.approx(m["rel_l2"], rel=1e-6)
-    # the optimiser descends: the loss of the last logged step is below that of step 0
+    # the optimiser descends: each stage trains on one batch (resample_every = steps; a
+    # stage starts on a new one), and the last stage's last loss is below its first.
+    # Losses on different batches do not compare (a residual-based batch, allen_cahn1d's
+    # RAD, holds the worst points: 1.28 at Adam's end, 2.10 on the next batch), nor need
+    # 20 Adam steps at a file's learning rate descend (allen_cahn1d: 1.41, 2.06, 1.49)
+    # when a line-search stage follows (there: 2.01 -> 1.00 in 2 steps).
     rows = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
     assert rows[0]["step"] == 0 and rows[-1]["step"] == m["steps"]
-    assert rows[-1]["loss"] < rows[0]["loss"], (rows[0]["loss"], rows[-1]["loss"])
+    stages = []
+    for r in rows:
+        if r.get("event") == "rollback":
+            continue
+        if r.get("event") == "stage_start" or not stages:
+            stages.append([])
+        stages[-1].append(r["loss"])
+    assert stages and all(len(s) > 1 for s in stages), stages
+    assert all(math.isfinite(x) for s in stages for x in s), stages
+    assert stages[-1][-1] < stages[-1][0], stages
     # (that the error falls too is checked per file in tests/test_problems_pinned.py: at
     # 20 steps it does not for all, e.g. helmholtz2d's soft walls, measured 1.02 -> 18.9)
 

@@ -9,7 +9,7 @@ import pinn
 import pinn.config
 import pinn.geometry as G
 from pinn.config.registry import MODELS, OPTIMIZERS, SAMPLERS, WEIGHTINGS, registered
-from pinn.run import DEFAULT_MODEL
+from pinn.plan import DEFAULT_MODEL
 
 BASE = "domain: {interval: [0, 1]}\nequations: {e: 'u_xx + 1'}\n"
 

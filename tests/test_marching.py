@@ -53,13 +53,34 @@ def test_previous_window_gives_values_rates_and_derivatives():
 
     params = {"k": jnp.asarray(2.0)}
     xs = jnp.linspace(0, 1, 7)
-    value = M.WindowStart(apply, params, 0, 0.5, 1)
-    np.testing.assert_allclose(value([xs]), 1.25 * np.sin(2 * xs), rtol=1e-6)
+    calls = []
+
+    def counted(params, pts):
+        calls.append(pts.shape)
+        return apply(params, pts)
+
+    value = M.WindowStart(counted, params, 0, 0.5, 1, box=([0.0], [1.0]))
+    # the previous window is evaluated once, into a Chebyshev table: not at every point of
+    # the next window (a chain of windows would evaluate every window before)
+    made = len(calls)
+    assert value.error < 1e-13
+    np.testing.assert_allclose(value([xs]), 1.25 * np.sin(2 * xs), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(value([xs], (1,)), 2.5 * np.cos(2 * xs), rtol=1e-5)
     np.testing.assert_allclose(value([np.asarray(xs)], (2,), xp=np), -5 * np.sin(2 * xs),
                                rtol=1e-5, atol=1e-6)
+    assert len(calls) == made
     rate = M.WindowStart(apply, params, 0, 0.5, 1, rate=True)
-    np.testing.assert_allclose(rate([xs]), np.sin(2 * xs), rtol=1e-6)
+    np.testing.assert_allclose(rate([xs]), np.sin(2 * xs), rtol=1e-6, atol=1e-7)
+    # a 2D start (sin(2x) cos(3y) (1 + t^2)): a tensor table, value and mixed derivative
+    v2 = M.WindowStart(lambda p, z: (jnp.sin(2 * z[:, :1]) * jnp.cos(3 * z[:, 1:2])
+                                     * (1 + z[:, 2:3] ** 2)), params, 0, 0.5, 2,
+                       box=([0.0, -1.0], [1.0, 1.0]))
+    with jax.enable_x64(True):
+        pts = np.random.default_rng(1).uniform([0, -1], [1, 1], (9, 2))
+        np.testing.assert_allclose(v2([pts[:, 0], pts[:, 1]]), 1.25 * np.sin(2 * pts[:, 0])
+                                   * np.cos(3 * pts[:, 1]), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(v2([pts[:, 0], pts[:, 1]], (1, 1)), -7.5 * np.cos(
+            2 * pts[:, 0]) * np.sin(3 * pts[:, 1]), rtol=1e-10, atol=1e-12)
     # in a window's problem: the initial values are this table, built into the network
     p = heat()
     start = M.window_problem(p, 1, M.window_edges(p, 2), previous=(apply, params))

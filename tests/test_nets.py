@@ -373,7 +373,8 @@ def test_specs_are_frozen_hashable_data():
     [
         (lambda: nets.MLP(activation="tanhh"), ValueError, "unknown activation 'tanhh'"),
         (lambda: nets.MLP(width=0), ValueError, "width=...) must be an integer >= 1, got 0"),
-        (lambda: nets.Fourier(scale=-1.0), ValueError, "must be a positive number, got -1.0"),
+        (lambda: nets.Fourier(scale=-1.0), ValueError,
+         "must be a positive number or a tuple of them, got -1.0"),
         (lambda: nets.RWF(std=-0.1), ValueError, "non-negative"),
         (lambda: nets.MLP(fourier=(1.0, 8)), TypeError, "takes a Fourier(...)"),
         (lambda: nets.Periodic({0: 0.0}), ValueError, "period of input 0 must be positive"),

@@ -253,3 +253,127 @@ exact: {u: "sin(pi*x)*sin(pi*y)"}
     assert soft.value == ["walls"] and "the lift would be the answer" in soft.why
     zero = make_plan(_load(tmp_path, text.replace("VALUE", "0"), "zero.yaml").problem)
     assert {c.what: c for c in zero.choices}["hard"].value == ["walls"]
+
+
+# ---------------------------------------------------------------------------
+# the problem's own scales: frequencies of sources and values, an evolution's rate
+
+
+def _problem(tmp_path, text):
+    return _load(tmp_path, text).problem
+
+
+@pytest.mark.parametrize("k", [np.pi, 20 * np.pi])
+def test_the_frequency_of_a_source_is_read_in_normalised_units(tmp_path, k):
+    """-u'' = k² sin(k x) on [0, 1]: the source's frequency is k times the half-width, 0.5
+    (sin(k x) is exactly that: rms(k cos) / rms(sin) = k)."""
+    from pinn.scales import problem_scales
+
+    problem = _problem(tmp_path, f"""\
+fields: [u]
+params: {{k: {k!r}}}
+domain: {{interval: [0, 1]}}
+equations: {{poisson: "-u_xx - k^2*sin(k*x)"}}
+conditions: {{ends: {{dirichlet: {{u: 0}}, on: boundary}}}}
+exact: {{u: "sin(k*x)"}}
+""")
+    s = problem_scales(problem)
+    w, where = s.frequency["x"]
+    assert w == pytest.approx(k / 2, rel=0.05) and where == "the source of poisson"
+    assert s.rate is None and s.horizon is None  # steady
+
+
+@pytest.mark.parametrize("a,c,t1", [(0.01, None, 100.0), (None, 10.0, 1.0)])
+def test_the_rate_and_horizon_of_an_evolution(tmp_path, a, c, t1):
+    """From u(x, 0) = sin(pi x) on [0, 1]: the heat equation u_t = a u_xx decays at the
+    rate a pi² (over a horizon of 100 time units with a = 0.01: 9.87 e-folds); the wave
+    u_tt = c² u_xx oscillates at c pi (c = 10 over 1 time unit: 31.4 radians)."""
+    from pinn.scales import problem_scales
+
+    eq = f"u_t - {a}*u_xx" if a else f"u_tt - {c}^2*u_xx"
+    rate = a * np.pi**2 if a else c * np.pi
+    start = "{initial: {u: sin(pi*x)}" + ("}" if a else ", rate: {u: 0}}")
+    problem = _problem(tmp_path, f"""\
+fields: [u]
+domain: {{interval: [0, 1], time: [0, {t1}]}}
+equations: {{evolution: "{eq}"}}
+conditions:
+  ends: {{dirichlet: {{u: 0}}, on: boundary}}
+  start: {start}
+""")
+    s = problem_scales(problem)
+    assert s.rate == pytest.approx(rate, rel=0.02), s
+    assert s.horizon == pytest.approx(rate * t1, rel=0.02)
+    assert s.rate_from == "evolution at the initial values"
+    assert s.frequency["x"][0] == pytest.approx(np.pi / 2, rel=0.05)  # sin(pi x), half 0.5
+
+
+SOURCE_20PI = """\
+fields: [u]
+params: {k: 62.83185307179586}
+domain: {interval: [0, 1]}
+equations: {poisson: "-u_xx - k^2*sin(k*x)"}
+conditions: {ends: {dirichlet: {u: 0}, on: boundary}}
+exact: {u: "sin(k*x)"}
+"""
+
+
+def test_a_fast_source_switches_on_fourier_features_of_its_frequency(tmp_path):
+    """A source of frequency 20 pi on [0, 1] (10 pi with x mapped to [-1, 1]): with
+    plan: {frequency: true} (off by default) the plan adds Fourier features of that scale;
+    the network is built with them (its B has that spread); the exact solution still
+    satisfies the planned problem; a file's own model.fourier is kept."""
+    from pinn.report.manufactured import check
+
+    assert not any(c.what == "fourier" for c in _load(tmp_path, SOURCE_20PI).plan().choices)
+    on = "plan: {frequency: true}\n"
+    built = _load(tmp_path, SOURCE_20PI + on, "on.yaml")
+    plan = built.plan()
+    (choice,) = [c for c in plan.choices if c.what == "fourier"]
+    assert choice.value["x"] == pytest.approx(10 * np.pi, rel=0.05)
+    assert plan.model.fourier.scale == (choice.value["x"],)
+    module = plan.model.build(1, 1, key=KEY, bounds=([0.0], [1.0]))
+    B = np.asarray(module.embedding.fourier.B[...])
+    assert B.std() == pytest.approx(choice.value["x"], rel=0.25)  # 64 samples of N(0, s^2)
+    assert all(t.ok for t in check(plan.problem))
+    own = _load(tmp_path, SOURCE_20PI + on + "model: {mlp: {}, fourier: {scale: 2}}\n",
+                "own.yaml")
+    p = own.plan()
+    assert p.model.fourier.scale == 2 and not any(c.what == "fourier" for c in p.choices)
+    slow = _load(tmp_path, on + SOURCE_20PI.replace("62.83185307179586",
+                                                    "3.141592653589793"),
+                 "slow.yaml")  # sin(pi x): a plain network's frequency
+    assert not any(c.what == "fourier" for c in slow.plan().choices)
+
+
+HORIZON = """\
+fields: [u]
+domain: {{interval: [0, 1], time: [0, {t1}]}}
+equations: {{heat: "u_t - 0.01*u_xx"}}
+conditions:
+  ends: {{dirichlet: {{u: 0}}, on: boundary}}
+  start: {{initial: {{u: "sin(pi*x)"}}}}
+exact: {{u: "exp(-0.01*pi^2*t)*sin(pi*x)"}}
+"""
+
+
+@pytest.mark.parametrize("t1,windows", [(1.0, 1), (100.0, 1), (300.0, 3), (3000.0, 10)])
+def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
+    """u_t = 0.01 u_xx from sin(pi x): the rate is 0.0987 per unit time, so a horizon of 100
+    time units is 9.9 e-folds (one window holds up to 4 pi = 12.6), 300 is 29.6 (3
+    windows), 3000 is capped at 10 (with plan: {windows: true}; off by default); the
+    exact solution satisfies the planned problem; a file's own windows are kept."""
+    from pinn.report.manufactured import check
+
+    assert _load(tmp_path, HORIZON.format(t1=t1)).plan().training.windows == 1  # off
+    built = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\n", "on.yaml")
+    plan = built.plan()
+    assert plan.training.windows == windows
+    made = [c for c in plan.choices if c.what == "windows"]
+    assert [c.value for c in made] == ([windows] if windows > 1 else [])
+    if made:
+        assert f"{0.01 * np.pi**2 * t1:.3g}" in made[0].why
+    assert all(t.ok for t in check(plan.problem))
+    given = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\n"
+                  "training: {windows: 2}\n", "own.yaml")
+    assert given.plan().training.windows == 2

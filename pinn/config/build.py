@@ -82,12 +82,18 @@ class Built:
 
     def planning(self):
         """What the plan may choose (:class:`pinn.plan.Planning`): the ``plan:`` section;
-        the points only where ``training.points`` is not given."""
+        the points only where ``training.points`` is not given, Fourier features only
+        where ``model.fourier`` is not, time windows only where ``training.windows`` is
+        not."""
         from pinn.plan import Planning
 
-        given = "points" in self.spec.training.model_fields_set
-        return Planning(hard=self.spec.plan.hard, points=self.spec.plan.points and not given,
-                        scale=self.spec.plan.scale)
+        given = self.spec.training.model_fields_set
+        return Planning(hard=self.spec.plan.hard,
+                        points=self.spec.plan.points and "points" not in given,
+                        scale=self.spec.plan.scale,
+                        frequency=self.spec.plan.frequency and "fourier" not in
+                        self.spec.model.model_fields_set,
+                        windows=self.spec.plan.windows and "windows" not in given)
 
     def plan(self):
         """The plan of this problem (:func:`pinn.plan.make_plan`) with its network and

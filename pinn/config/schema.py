@@ -692,7 +692,9 @@ class PirateArgs(Strict):
 
 class FourierArgs(Strict):
     features: Width = 64
-    scale: Positive = 1.0
+    scale: Positive | dict[Name, Positive] = 1.0
+    """An angular frequency in the normalised inputs' units: one number, or one per
+    coordinate (``{x: 30, t: 5}``; a coordinate not listed: 1)."""
 
 
 def _periods(v: Any):
@@ -995,11 +997,18 @@ class PlanSpec(Strict):
     ``points`` (size the collocation points by the problem's dimension, where
     ``training.points`` does not give them) and ``scale`` (multiply the network's output by
     the size of a field's boundary, initial and data values where that is far from one and
-    ``model.output_scale`` does not say)."""
+    ``model.output_scale`` does not say) and ``frequency`` (random Fourier features where a
+    source or value oscillates fast, each input's scale its frequency, where
+    ``model.fourier`` does not say) and ``windows`` (march an evolution in time windows
+    where its horizon, time span times rate, is long, where ``training.windows`` does not
+    say); these two are off unless the file turns them on (not yet shown to help on
+    problems nobody tuned)."""
 
     hard: Bool = True
     points: Bool = True
     scale: Bool = True
+    frequency: Bool = False
+    windows: Bool = False
 
 
 # ---------------------------------------------------------------------------

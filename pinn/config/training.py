@@ -28,6 +28,21 @@ def build_rad(rad: S.RADArgs | None):
     return G.RAD(**kwargs(rad))
 
 
+def _fourier_scales(b: Built, scale):
+    """A Fourier scale from YAML: one number, or ``{input: scale}`` as a tuple over the
+    network's inputs in order (those not listed: 1)."""
+    if not isinstance(scale, dict):
+        return scale
+    names = [c.name for c in b.problem.inputs]
+    unknown = [n for n in scale if n not in names]
+    if unknown:
+        raise ConfigError(Issue(
+            f"unknown coordinate '{unknown[0]}'{suggest(unknown[0], names)} (inputs: "
+            f"{', '.join(names)})", ("model", "fourier", "scale"),
+            b.source.location(("model", "fourier", "scale", unknown[0]))))
+    return tuple(float(scale.get(n, 1.0)) for n in names)
+
+
 def build_model(b: Built):
     """The network spec (``pinn.nets``) described by ``model:``."""
     import numpy as np
@@ -50,7 +65,8 @@ def build_model(b: Built):
     for key, cls in (("fourier", N.Fourier), ("rwf", N.RWF)):
         option = getattr(m, key)
         if option is not None:  # absent: the network's default; false: none
-            kw[key] = None if option is False else cls(**kwargs(option))
+            kw[key] = None if option is False else cls(**{**kwargs(option), **(
+                {"scale": _fourier_scales(b, option.scale)} if key == "fourier" else {})})
     if m.trainable_periods and not m.periodic:
         raise ConfigError(Issue(
             "trainable_periods needs the coordinates in model.periodic (with their starting "

@@ -131,21 +131,28 @@ class PeriodicEmbedding(nnx.Module):
 
 
 class FourierFeatures(nnx.Module):
-    """Random Fourier features ``[cos(x B), sin(x B)]``, ``B_ij ~ N(0, scale²)``.
+    """Random Fourier features ``[cos(x B), sin(x B)]``, ``B_ij ~ N(0, scale_i²)``.
 
     ``B`` has shape ``[d_in, features]`` and is fixed (a :class:`Buffer`); the
     output has ``2·features`` columns. No ``2π`` factor (as in Wang et al.), so
-    ``scale`` is an angular frequency in the units of the (normalised) input.
+    ``scale`` is an angular frequency in the units of the (normalised) input: one number,
+    or one per input (a problem oscillating fast in time but not in space).
     """
 
-    def __init__(self, d_in: int, features: int, scale: float, *, dtype=None, rngs: nnx.Rngs):
+    def __init__(self, d_in: int, features: int, scale, *, dtype=None, rngs: nnx.Rngs):
         check_positive_int("features", features)
-        if not np.isfinite(scale) or scale <= 0:
+        scales = np.broadcast_to(np.asarray(scale, np.float64), (d_in,)) if np.ndim(
+            scale) == 0 or np.size(scale) == d_in else None
+        if scales is None:
+            raise ValueError(f"the Fourier feature scale needs one number or one per input "
+                             f"({d_in}), got {scale!r}")
+        if not np.all(np.isfinite(scales)) or np.any(scales <= 0):
             raise ValueError(f"the Fourier feature scale must be positive, got {scale!r}")
         dtype = default_dtype(dtype)
         self.d_in = d_in
         self.d_out = 2 * features
-        B = scale * standard_normal(rngs.params(), (d_in, features), dtype)
+        B = jnp.asarray(scales, dtype)[:, None] * standard_normal(rngs.params(),
+                                                                  (d_in, features), dtype)
         self.B = Buffer(jnp.asarray(B, dtype))
 
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -171,7 +178,7 @@ class Embedding(nnx.Module):
         periodic: Mapping[int, float] | None = None,
         harmonics: int = 1,
         trainable_periods: Sequence[int] = (),
-        fourier: tuple[float, int] | None = None,
+        fourier: tuple[float | Sequence[float], int] | None = None,
         dtype=None,
         rngs: nnx.Rngs,
     ):
@@ -201,6 +208,12 @@ class Embedding(nnx.Module):
         fourier_features = None
         if fourier is not None:
             scale, features = fourier
+            if np.ndim(scale):  # one per input: each feature column's input
+                if len(scale) != d_in:
+                    raise ValueError(f"the Fourier feature scale needs one number or one "
+                                     f"per input ({d_in}), got {scale!r}")
+                scale = [scale[i] for i in self.plain_index] + [
+                    scale[i] for i in self.periodic_index for _ in range(2 * harmonics)]
             fourier_features = FourierFeatures(d, features, scale, dtype=dtype, rngs=rngs)
             d = fourier_features.d_out
         self.fourier = nnx.data(fourier_features)

@@ -37,17 +37,24 @@ def _spec_data(spec) -> dict:
 @dataclass(frozen=True)
 class Fourier:
     """Random Fourier features ``[cos(x B), sin(x B)]``, ``B ~ N(0, scale²)`` of shape
-    ``[d, features]`` (so ``2·features`` outputs); fixed, never trained."""
+    ``[d, features]`` (so ``2·features`` outputs); fixed, never trained. ``scale``: an
+    angular frequency in the normalised inputs' units (``[-1, 1]``), one number or a tuple
+    with one per input coordinate (``B_ij ~ N(0, scale_i²)``; the plan sets it so from the
+    frequencies of a problem's sources and values, :mod:`pinn.plan`)."""
 
-    scale: float = 1.0
+    scale: float | tuple[float, ...] = 1.0
     features: int = 64
     to_data = _spec_data
 
     def __post_init__(self):
-        if not (
-            isinstance(self.scale, (int, float)) and math.isfinite(self.scale) and self.scale > 0
+        scales = self.scale if isinstance(self.scale, (tuple, list)) else (self.scale,)
+        if isinstance(self.scale, list):
+            object.__setattr__(self, "scale", tuple(self.scale))
+        if not scales or not all(
+            isinstance(s, (int, float)) and math.isfinite(s) and s > 0 for s in scales
         ):
-            raise ValueError(f"Fourier(scale=...) must be a positive number, got {self.scale!r}")
+            raise ValueError(f"Fourier(scale=...) must be a positive number or a tuple of "
+                             f"them, got {self.scale!r}")
         check_positive_int("Fourier(features=...)", self.features)
 
 
@@ -154,6 +161,20 @@ class ModelSpec:
     output_scale: tuple[float, ...] | None = None
     to_data = _spec_data
 
+    def _fourier_scale(self, d_in: int, columns: list[int]):
+        """The Fourier scale of a network whose inputs are the problem's ``columns``: one
+        number, or one per input (a tuple given per problem coordinate, picked)."""
+        scale = self.fourier.scale
+        if not isinstance(scale, tuple):
+            return scale
+        if len(scale) == 1:
+            return scale[0]
+        if max(columns) >= len(scale) or (columns == list(range(d_in))
+                                          and len(scale) != d_in):
+            raise ValueError(f"Fourier(scale={scale}) gives {len(scale)} scales; the network "
+                             f"has {max(columns) + 1 if columns else d_in} inputs")
+        return tuple(scale[i] for i in columns)
+
     def _common(self, d_in, d_out, key, bounds, periodic, dtype, columns=None) -> dict:
         """The network's constructor arguments; ``periodic``: all periods, merged;
         ``columns``: the problem's input index of each of this network's inputs (a field's
@@ -166,7 +187,8 @@ class ModelSpec:
             periodic=periodic,
             harmonics=self.periodic.harmonics if self.periodic is not None else 1,
             trainable_periods=[columns.index(i) for i in trainable if i in columns],
-            fourier=(self.fourier.scale, self.fourier.features) if self.fourier else None,
+            fourier=(self._fourier_scale(d_in, columns), self.fourier.features)
+            if self.fourier else None,
             rwf=(self.rwf.mean, self.rwf.std) if self.rwf else None,
             dtype=dtype,
             rngs=nnx.Rngs(params=key),
