@@ -192,7 +192,8 @@ def test_sigint_keeps_a_checkpoint_and_resume_finishes(tmp_path):
             "--set", "training.points.interior=64", "--set", "training.points.boundary=16",
             "--set", "training.points.initial=16", "--set", "training.chunk=10",
             "--set", "training.checkpoint_every=10", "--set", "model.mlp.width=8",
-            "--set", "model.mlp.depth=1", "--set", "evaluation.resolution=9"]
+            "--set", "model.mlp.depth=1", "--set", "evaluation.resolution=9",
+            "--set", "training.stop=false"]  # every step runs: the resume must reach 3000
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ckpt_dir = run_dir / "checkpoints"
     deadline = time.time() + 600

@@ -109,9 +109,11 @@ def _check(res: dict, precision: int) -> None:
     _print(res)
     tol = TOL[precision]
     ref = {s: res[f"none/{s}"] for s in CHECK}
-    for s in CHECK:  # one device on a mesh is the single-device program, bit for bit
-        np.testing.assert_array_equal(res[f"1/{s}"], ref[s])
-    for d in ("2", "4"):
+    # one device on a mesh runs the single-device first-order program, bit for bit; its
+    # L-BFGS program may fuse otherwise (the cavity in float32: 4.8e-7 after 10 steps, as
+    # far as 2 devices), so from there on it is held to the bounds of the other counts
+    np.testing.assert_array_equal(res[f"1/{ADAM}"], ref[ADAM])
+    for d in ("1", "2", "4"):
         assert _rel(res[f"{d}/{ADAM}"], ref[ADAM]) < tol, (d, "Adam")
         if precision == 64:  # the first L-BFGS steps, before rounding has grown
             assert _rel(res[f"{d}/{ADAM + 10}"], ref[ADAM + 10]) < 100 * tol, (d, "L-BFGS 10")
