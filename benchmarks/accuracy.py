@@ -190,8 +190,8 @@ def run_entry(entry: Entry, mode: str) -> dict:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            sol = pinn.solve(problem, model, training, precision=built.precision,
-                             progress=False)
+            sol = built.setup(problem=problem, model=model, training=training,
+                              progress=False).train()
         out["pinn_wall_seconds"] = time.perf_counter() - t0
         m = sol.metrics  # pinn.evaluate.score on the evaluation grid: metrics.json's numbers
         out["n_eval_points"] = (m.get("grid") or {}).get("points_inside")

@@ -435,13 +435,11 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            # the plan as `pinn solve` makes it (the points by dimension where the file
-            # gives none: without it, a file without `training:` trained on the YAML's
-            # default counts, not what the CLI runs)
-            sol = pinn.solve(problem, model, training, precision=built.precision,
-                             progress=False, observers=[budget_obs],
-                             resolution=built.spec.evaluation.resolution,
-                             plan=built.planning())
+            # set up as `pinn solve` sets it up: the file's precision and plan (the points
+            # by dimension where the file gives none)
+            sol = built.setup(problem=problem, model=model, training=training,
+                              progress=False, observers=[budget_obs],
+                              resolution=built.spec.evaluation.resolution).train()
         out["wall_seconds"] = time.perf_counter() - t0
         m = sol.metrics
         out["steps"] = m.get("steps_done", m.get("steps"))  # the steps run, not planned

@@ -119,8 +119,7 @@ def run_problem(key: str, smoke: bool, max_level_seconds: float) -> dict:
                  "load_start": C.load_average()}
     print(f"{key}: training the PINN", flush=True)
     t0 = time.perf_counter()
-    run = pinn.setup(problem, built.model(), built.training(), precision=built.precision,
-                     progress=False, resolution=res)
+    run = built.setup(problem=problem, progress=False, resolution=res)
     sol = run.train()
     out["train_seconds"] = time.perf_counter() - t0
     over = sol.errors_over_params(9)

@@ -101,14 +101,11 @@ def first_below(curve: list[dict], level: float) -> dict | None:
 
 
 def run_pinn(problem: str, mode: str) -> dict:
-    import pinn
-
     built = load(problem, mode)
     training = built.training()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        sol = pinn.solve(built.problem, built.model(), training, precision=built.precision,
-                         progress=False)
+        sol = built.setup(training=training, progress=False).train()
     curve = [{"time": r["time"], "step": r["step"], "rel_l2": r.get("eval.rel_l2_u")}
              for r in sol.history if r.get("event") is None and "eval.rel_l2_u" in r]
     return {"curve": curve, "steps": sol.metrics.get("steps"),

@@ -271,13 +271,11 @@ def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log
     windows = (f" in each of {training.windows} time windows" if training.windows > 1 else "")
     _out(f"{built.name}: training in float{built.precision}, {training.steps} steps{windows} "
          f"-> {run_dir}", quiet)
-    import pinn
-
     ev = built.spec.evaluation
     observers = _progress_observers(quiet, log_format, log, run_dir)
-    run = pinn.setup(built.problem, model, training, precision=built.precision,
-                     out_dir=run_dir, resume=resume, progress=False, observers=observers,
-                     resolution=ev.resolution, snapshots=ev.snapshots, plan=built.planning())
+    run = built.setup(model=model, training=training, out_dir=run_dir, resume=resume,
+                      progress=False, observers=observers, resolution=ev.resolution,
+                      snapshots=ev.snapshots)
     for line in run.plan.lines() if run.plan.choices else ():
         _out(f"plan: {line}", quiet)
     try:

@@ -95,6 +95,17 @@ class Built:
                         self.spec.model.model_fields_set,
                         windows=self.spec.plan.windows and "windows" not in given)
 
+    def setup(self, *, problem=None, model=None, training=None, **options):
+        """A run of this file set up as ``pinn solve`` sets it up (:func:`pinn.setup`): its
+        problem, network, training, precision and plan, each replaceable; ``options`` go
+        to :func:`pinn.setup` (and override the precision or plan)."""
+        from pinn.run import setup
+
+        return setup(self.problem if problem is None else problem,
+                     self.model() if model is None else model,
+                     self.training() if training is None else training,
+                     **{"precision": self.precision, "plan": self.planning(), **options})
+
     def plan(self):
         """The plan of this problem (:func:`pinn.plan.make_plan`) with its network and
         training."""
