@@ -41,7 +41,7 @@ import numpy as np
 from pinn import conditions as C
 from pinn import network
 from pinn.dsl import calculus
-from pinn.geometry.adf import boundary_distance
+from pinn.geometry.adf import boundary_distance, inside_function
 from pinn.nets import MLP
 from pinn.train.spec import Training
 
@@ -281,7 +281,7 @@ def _jump(problem, pieces, ha, hb):
     x = np.unique(np.concatenate(verts), axis=0)
     da = np.asarray(boundary_distance(space, ha.names)(x))
     db = np.asarray(boundary_distance(space, hb.names)(x))
-    meet = (da < 1e-9) & (db < 1e-9)
+    meet = (da < 1e-9) & (db < 1e-9) & _on_closure(space, x)
     if not meet.any():
         return None
     x = np.concatenate([x[meet], x[~meet]])  # the meeting points, then the rest (for scale)
@@ -306,6 +306,21 @@ def _jump(problem, pieces, ha, hb):
         return None
     where = "(" + ", ".join(f"{c:.3g}" for c in pts[k, :space.dim]) + ")"
     return where, float(va[k]), float(vb[k])
+
+
+def _on_closure(space, x: np.ndarray) -> np.ndarray:
+    """Which of the points ``x`` lie on the closure of ``space``: some point within a
+    millionth of its size, in one of the 3^d - 1 directions, is inside. A face's corner
+    that a difference cuts away (a step's inlet extended to the removed block's corner)
+    is on the face's plane but not on the boundary, and no jump there matters."""
+    lo, hi = (np.asarray(b, np.float64) for b in space.bounds)
+    eps = 1e-6 * float(np.max(hi - lo))
+    d = x.shape[1]
+    dirs = np.stack(np.meshgrid(*[[-1.0, 0.0, 1.0]] * d, indexing="ij"), -1).reshape(-1, d)
+    dirs = dirs[np.any(dirs != 0, axis=1)]
+    near = (x[:, None, :] + eps * dirs[None]).reshape(-1, d)
+    inside = np.asarray(inside_function(space)(jnp.asarray(near, dtype=float)))
+    return (inside.reshape(len(x), -1) > 0).any(axis=1)
 
 
 # ---------------------------------------------------------------------------

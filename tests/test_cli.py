@@ -232,6 +232,19 @@ def test_info(capsys):
     assert d["precision"].startswith("float32")
 
 
+def test_info_measures_the_planned_run(capsys, tmp_path):
+    """A file without ``training:`` trains on the plan's points (by dimension), and
+    ``pinn info``'s memory per point is measured on that run, not on the YAML's defaults."""
+    f = tmp_path / "p1d.yaml"
+    f.write_text("name: p1d\ncoords: [x]\nfields: [u]\ndomain: {interval: [0, 1]}\n"
+                 "equations: {p: \"u_xx + 1\"}\n"
+                 "conditions: {ends: {dirichlet: {u: 0}, on: boundary}}\n")
+    rc, out, _ = run(capsys, "info", str(f), "--json")
+    assert rc == 0
+    # the plan's 1D interior points; the ends are built into the network (no boundary term)
+    assert json.loads(out)["memory"]["points"] == 1024
+
+
 def test_malloc_switch(monkeypatch):
     from pinn.cli import tune_malloc
 

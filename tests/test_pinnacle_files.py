@@ -213,3 +213,21 @@ def test_default_recipe_overrides_keep_the_problem():
         assert spec.model.periodic == own.model.periodic
     wave, _ = pinn.config.load_spec(str(BENCH / "pinnacle" / "wave1d_c.yaml"))
     assert pinnacle.uses_default_recipe(wave)  # its own stages: Adam + SSBroyden
+
+
+@pytest.mark.slow
+def test_the_user_step_flow_trains_through_both_precisions(tmp_path):
+    """NS 2d-CG as a user writes it (a step cut out of a rectangle, three Dirichlet
+    conditions built in by the plan) through a float32 Adam stage and a float64 quasi-Newton
+    stage: the wall distances' float64 constants once reached the float32 program and the
+    run failed to lower at its first step (the benchmark's row, 2026-12-04)."""
+    import warnings
+
+    built = pinn.config.load(str(PINNACLE_DIR / "user" / "ns2d_cg.yaml"),
+                             ["training.stages.0.steps=20", "training.stages.1.steps=5"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sol = built.setup(progress=False).train()
+    assert sol.metrics["steps_done"] == 25
+    assert all(v < 10 for v in sol.metrics["rel_l2"].values())   # scored: finite, not NaN
+    assert sorted(built.plan().choices[0].value) == ["inflow", "no_slip", "outflow"]

@@ -83,6 +83,45 @@ conditions:
 """
 
 
+STEP = """\
+fields: [u]
+domain:
+  difference:
+    - rectangle: {min: [0, 0], max: [4, 2]}
+    - rectangle: {min: [0, 1], max: [2, 2]}
+  parts: {piece0.left: inlet, piece0.right: outlet, piece0.bottom: walls, piece0.top: walls,
+          piece1.right: walls, piece1.bottom: walls}
+equations: {laplace: "laplacian(u) = 0"}
+conditions:
+  inflow: {dirichlet: {u: "4*y*(1 - y)"}, on: inlet}
+  no_slip: {dirichlet: {u: 0}, on: walls}
+"""
+
+
+def test_a_jump_outside_the_domain_does_not_count(tmp_path):
+    """A backward-facing step written as a user writes it: the inlet is the big rectangle's
+    left side, whose upper half the step cuts away. The inflow profile is -8 at that side's
+    far corner (0, 2), but that corner is not on the domain's boundary: the profile meets
+    the walls at (0, 0) and (0, 1) with their value 0, so both are built in, and the
+    network equals the inflow on the inlet and 0 on the walls, in float32 as in float64
+    (this file's closed-over float64 constants once failed to lower in float32)."""
+    plan = make_plan(_load(tmp_path, STEP).problem)
+    kinds = {c.what: c for c in plan.choices}
+    assert sorted(kinds["hard"].value) == ["inflow", "no_slip"] and "soft" not in kinds
+    for x64, tol in ((True, 1e-12), (False, 1e-5)):
+        with jax.enable_x64(x64):
+            u = hard_transforms(plan.problem, _stand_in)
+            dtype = jnp.float64 if x64 else jnp.float32
+            params = jnp.asarray([1.3, -0.7], dtype)
+            for parts, want in ((("inlet",), lambda x, y: 4 * y * (1 - y)),
+                                (("walls",), lambda x, y: 0 * x)):
+                b = plan.problem.space.sample_boundary(KEY, 300, on=parts)
+                x = jnp.asarray(b.points, dtype)
+                got = jax.jit(u)(params, x)[:, 0]
+                assert got.dtype == dtype
+                np.testing.assert_allclose(np.asarray(got), want(*np.asarray(x).T), atol=tol)
+
+
 @pytest.mark.parametrize("lid, jumps", [("1", True), ("4*x*(1-x)", False),
                                         ("sin(pi*x)", False), ("x", True)])
 def test_values_that_jump_where_parts_meet_stay_soft(tmp_path, lid, jumps):

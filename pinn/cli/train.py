@@ -503,13 +503,8 @@ def info(
     d = S.environment()
     lines = S.environment_lines(d)
     if file is not None:
-        sets = list(set_ or [])
-        import pinn
-
-        built = _load(file, sets)
-        d["memory"] = mem = pinn.setup(built.problem, built.model(), built.training(),
-                                       precision=built.precision,
-                                       progress=False).memory_per_point()
+        built = _load(file, list(set_ or []))
+        d["memory"] = mem = built.setup(progress=False).memory_per_point()
         fits = mem["points_that_fit"]
         lines.append(f"memory per point ({built.name}, one gradient step, "
                      f"{mem['points']} points): {mem['bytes_per_point'] / 1024:.1f} KiB"

@@ -108,8 +108,16 @@ def inside_function(shape) -> Fn:
     )
 
 
+def _as(c, x):
+    """The constant ``c`` in the dtype of ``x``: a new array per precision, so that a
+    float64 array captured by a trace never stands in a float32 program (JAX's lowering
+    keyed it by identity: a file traced in both precisions failed to lower)."""
+    return np.asarray(c, dtype=x.dtype)
+
+
 def _round_curve(c, r) -> Fn:
-    return lambda x: (r * r - jnp.sum((x - c) ** 2, -1)) / (2 * r)
+    r = float(r)
+    return lambda x: (r * r - jnp.sum((x - _as(c, x)) ** 2, -1)) / (2 * r)
 
 
 def _ellipse_curve(c, a) -> Fn:
@@ -117,9 +125,10 @@ def _ellipse_curve(c, a) -> Fn:
     gradient is a unit normal on the ellipse."""
 
     def f(x):
-        q = (x - c) / a
+        ca, aa = _as(c, x), _as(a, x)
+        q = (x - ca) / aa
         g = 1 - jnp.sum(q * q, -1)
-        grad2 = jnp.sum((2 * q / a) ** 2, -1)
+        grad2 = jnp.sum((2 * q / aa) ** 2, -1)
         return g / jnp.sqrt(g * g + grad2)
 
     return f
@@ -174,7 +183,7 @@ def _flat_piece(origin, axes, normal):
     axes = np.asarray(axes, np.float64).reshape(-1, len(o))
 
     def f(x):
-        return jnp.sum((x - o) * n, -1)
+        return jnp.sum((x - _as(o, x)) * _as(n, x), -1)
 
     if axes.shape[0] == 0:
         return f, None
@@ -183,8 +192,8 @@ def _flat_piece(origin, axes, normal):
 
     def t(x):
         out = None
-        for u, length in zip(units, lengths, strict=True):
-            s = jnp.sum((x - o) * u, -1)  # position along this edge of the face
+        for u, length in zip(units, lengths.tolist(), strict=True):
+            s = jnp.sum((x - _as(o, x)) * _as(u, x), -1)  # position along this edge
             for w in (s, length - s):
                 out = w if out is None else r_and(out, w)
         return out
