@@ -127,6 +127,7 @@ def test_accuracy_smoke(tmp_path):
     assert md2.read_text().split("Machine:")[1] == text.split("Machine:")[1]
 
 
+@pytest.mark.slow  # 26 s; moved from the default suite to keep it within 10 minutes on 2 cores
 def test_speed_smoke(tmp_path):
     md, js = tmp_path / "SPEED.md", tmp_path / "speed.json"
     _run("speed.py", "--smoke", "--no-flops", "--cpus", "0", "--out", str(md), "--json",
@@ -140,6 +141,7 @@ def test_speed_smoke(tmp_path):
     assert "| a | tuned | pinn |" in md.read_text()
 
 
+@pytest.mark.slow  # 19 s; moved from the default suite to keep it within 10 minutes on 2 cores
 def test_time_to_accuracy_smoke(tmp_path):
     _run("time_to_accuracy.py", "--smoke", "--problems", "burgers", "--sides", "pinn",
          "--out-dir", str(tmp_path))

@@ -52,6 +52,7 @@ def test_folder_follows_the_environment(monkeypatch, tmp_path):
     assert compile_cache.folder() == tmp_path / "c"
 
 
+@pytest.mark.slow  # 26 s; moved from the default suite to keep it within 10 minutes on 2 cores
 def test_a_second_run_loads_its_programs(tmp_path):
     cache = tmp_path / "cache"
     first = _run({compile_cache.ENV: str(cache)})

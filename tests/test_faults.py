@@ -183,6 +183,7 @@ def test_straight_run_locks_its_folder_follows_the_umask_and_converges(straight)
     assert json.loads((run_dir / io.COMMAND_FILE).read_text())["overrides"] == SETS
 
 
+@pytest.mark.slow  # 49 s; moved from the default suite to keep it within 10 minutes on 2 cores
 def test_three_sigkills_and_a_ctrl_c_then_the_hint_ends_bit_exact(tmp_path, env, straight):
     """One run killed three times (twice inside a checkpoint write) and interrupted once;
     each time it goes on from the folder; the Ctrl-C hint is run as printed."""

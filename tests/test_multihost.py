@@ -175,7 +175,9 @@ def _same(multi: Path, single: Path, names: list[str], tol: float = TOL[32]) -> 
 
 
 @pytest.mark.parametrize("adam,lbfgs,launch,precision", [
-    (20, 0, "flags", 32),  # the short check: two checkpoints of Adam
+    # the short check, two checkpoints of Adam (34 s: under -m slow with the others, to
+    # keep the default suite within 10 minutes on 2 cores)
+    pytest.param(20, 0, "flags", 32, marks=pytest.mark.slow),
     pytest.param(50, 20, "flags", 32, marks=pytest.mark.slow),  # Adam, then L-BFGS (~2 min)
     pytest.param(50, 20, "flags", 64, marks=pytest.mark.slow),  # the same in float64
     pytest.param(20, 0, "slurm", 32, marks=pytest.mark.slow),  # srun's variables, detected

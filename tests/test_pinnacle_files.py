@@ -70,6 +70,7 @@ def _table(text: str, title: str) -> list[list[str]]:
             for line in part.splitlines() if line.startswith("| `")]
 
 
+@pytest.mark.slow  # 31 s; moved from the default suite to keep it within 10 minutes on 2 cores
 def test_pinnacle_smoke_writes_a_table(tmp_path):
     # the expert file's own recipe and the user's file, both in smoke mode
     md, js = tmp_path / "PINNACLE.md", tmp_path / "pinnacle.json"
@@ -179,6 +180,15 @@ def test_verdicts_and_summary():
     hard = next(x for x in summary.splitlines() if x.startswith("- Of the four"))
     assert "user files: **1** of 4 (1 with a budget run) (KS [1.50e-01])" in hard
     assert "either (the best of all rows): **1** of 4 (1 with a budget run)" in hard
+    # the user files that miss a mark, each with the marks it misses and how it ended
+    missed = text.split("## Where the user files miss, and why", 1)[1].split("## Summary")[0]
+    lines = {x[2:].split(":")[0]: x for x in missed.splitlines() if x.startswith("- ")}
+    assert sorted(lines) == ["HInv", "Heat 2d-MS", "KS"]        # PInv (1e-2) misses none
+    assert "**its plain PINN 1.57e+00**" not in lines["HInv"]     # 0.9 is below it
+    assert "misses PINNacle's best 1.19e-02" in lines["HInv"] and "5e-2" in lines["HInv"]
+    assert "0.2 (one of the four hard problems)" not in lines["KS"]   # 0.15 reaches 0.2
+    assert "5e-2" in lines["KS"] and pinnacle.WHY_MISSED["ks"] in lines["KS"]
+    assert "the run failed (boom)" in lines["Heat 2d-MS"]
 
 
 def test_recorded_results_still_render():

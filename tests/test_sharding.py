@@ -122,6 +122,7 @@ def _check(res: dict, precision: int) -> None:
         assert _rel(res[f"{d}/{end}"], ref[end]) < max(10 * sensitivity, tol), (d, "L-BFGS")
 
 
+@pytest.mark.slow  # 60 s; moved from the default suite to keep it within 10 minutes on 2 cores
 def test_devices_agree_scalar_float32(tmp_path):
     _check(_devices_run("poisson", 32, tmp_path), 32)
 

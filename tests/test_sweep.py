@@ -73,6 +73,7 @@ def _sweep_with_a_kill(folder: Path, **options) -> S.SweepResult:
     return result
 
 
+@pytest.mark.slow  # 66 s; moved from the default suite to keep it within 10 minutes on 2 cores
 def test_sweep_local_kill_and_resume(tmp_path, monkeypatch):
     # the runs share one compilation cache (as a user's sweep does by default; the suite
     # turns it off): the later runs and the resumed one load the programs the first two
@@ -107,7 +108,7 @@ def test_sweep_cli_reports_bad_input(tmp_path, capsys):
     assert "nope" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # 40 s; the same kill-and-resume sweep runs locally in the default suite
+@pytest.mark.slow  # 40 s; the same kill-and-resume sweep as the local one, on Ray
 def test_sweep_ray(tmp_path):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
