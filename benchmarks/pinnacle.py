@@ -641,6 +641,16 @@ def _labels(items) -> str:
     return f" ({', '.join(items)})" if items else ""
 
 
+def _beats_best(e: Entry, v: float) -> bool:
+    return beats(v, TABLE3.get(e.key)).startswith("yes")
+
+
+def _above_pinn(e: Entry, v: float) -> bool:
+    """Worse than PINNacle's plain PINN."""
+    p = TABLE3.get(e.key)
+    return p is not None and p.pinn is not None and v > p.pinn
+
+
 def missed(user: dict) -> list[str]:
     """One line per user file that misses a mark (PINNacle's best, its plain PINN, 5e-2,
     and 0.2 on the four hard problems): which, how its run ended, and why where known
@@ -655,9 +665,9 @@ def missed(user: dict) -> list[str]:
                 out.append(f"- {e.label}: the run failed ({error}).")
             continue
         marks = []
-        if p is not None and not beats(v, p).startswith("yes"):
+        if p is not None and not _beats_best(e, v):
             marks.append(f"PINNacle's best {sci(p.best)}")
-        if p is not None and p.pinn is not None and v > p.pinn:
+        if _above_pinn(e, v):
             marks.append(f"**its plain PINN {sci(p.pinn)}**")
         if v > GOOD:
             marks.append("5e-2")
@@ -702,16 +712,9 @@ def summary(results: dict, defaults: dict, user: dict) -> list[str]:
                             else "") + _labels(names))
         return f"- {title}: " + "; ".join(parts) + "."
 
-    def beat(e, v):
-        return beats(v, TABLE3.get(e.key)).startswith("yes")
-
     def beat_detail(e, v):
         b = beats(v, TABLE3.get(e.key))
         return {"yes": "", "yes (both)": "both bests"}.get(b, b[4:])
-
-    def above_pinn(e, v):
-        p = TABLE3.get(e.key)
-        return p is not None and p.pinn is not None and v > p.pinn
 
     return [
         "## Summary", "",
@@ -721,8 +724,8 @@ def summary(results: dict, defaults: dict, user: dict) -> list[str]:
         "files\" those of `benchmarks/pinnacle/` with their own or the default recipe. The "
         "rows of one group may come from runs at different budgets (the tables give each "
         "row's).", "",
-        line("Beat PINNacle's best method", beat, detail=beat_detail),
-        line("Above PINNacle's plain PINN (worse than it; should be none)", above_pinn,
+        line("Beat PINNacle's best method", _beats_best, detail=beat_detail),
+        line("Above PINNacle's plain PINN (worse than it; should be none)", _above_pinn,
              detail=lambda e, v: f"{sci(v)} vs {sci(TABLE3[e.key].pinn)}"),
         line("L2RE ≤ 5e-2", lambda e, v: v <= GOOD),
         line(f"Of the four problems on which every PINNacle method fails (its best ≥ 0.95: "
