@@ -7,8 +7,12 @@ Each of the 22 problems has two files: the expert file (``benchmarks/pinnacle/<n
 its own network, points and stages) and the file as a new user writes it
 (``benchmarks/pinnacle/user/<name>.yaml``: no ``model:`` or ``training:`` section, so the
 library's default recipe). Each is loaded with ``pinn.config.load`` and trained under a
-wall-clock budget per run (``--budget-seconds``, default 600 s, compilation included): a
-stage ends when its share of the budget is spent (the budget split evenly between the
+wall-clock budget per run (``--budget-seconds``, default 600 s, compilation included). A
+user file gets it as its own ``training.time_limit`` (what ``pinn solve --time-limit``
+sets: each stage but the last ends at its share of the steps' time, the run at the limit,
+and a last stage still improving at its planned end goes on until its plateau or the
+limit; rows made before that feature say no ``time_limit`` in their overrides); the expert
+files' stages end when their share of the budget is spent (split evenly between the
 stages), and the run ends with the budget. The rows: the user file as it is, the expert
 file with its own stages, and the expert file with ``pinn``'s default recipe in place of
 its stages (``--files``, ``--recipe``). The score is PINNacle's L2RE, ``||pred - ref|| /
@@ -427,6 +431,9 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
         sets = smoke_overrides(spec) if mode == "smoke" else budget_overrides(spec)
         if recipe == "default":
             sets = default_recipe_overrides(spec) + sets
+        limited = recipe == "user" and mode != "smoke"
+        if limited:  # the library's own time limit: the stages share it, the last goes on
+            sets = sets + [f"training.time_limit={budget:g}"]  # while its loss falls
         out["overrides"] = sets
         built = pinn.config.load(str(path), sets)
         problem = built.problem
@@ -445,8 +452,8 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
                                         if recipe == "default" else [])
         out["recipe"] = " + ".join(f"{st.kind} {st.steps}" for st in full.training.stages) + (
             f", {full.model.kind} {_size(full.model)}")
-        budget_obs = Budget(budget if mode != "smoke" else math.inf, len(training.stages),
-                            training.windows)
+        budget_obs = Budget(budget if mode != "smoke" and not limited else math.inf,
+                            len(training.stages), training.windows)
         if training.windows > 1:
             out["windows"] = training.windows
         t0 = time.perf_counter()
@@ -464,6 +471,14 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
         out["train_seconds"] = m.get("train_seconds")
         out["compile_seconds"] = m.get("compile_seconds")
         out["stopped_by"] = budget_obs.stopped_by
+        ends = [st for st in m.get("stages", []) if str(st.get("status", "")).startswith(
+            ("time_limit", "not run"))]
+        if limited and ends:
+            out["stopped_by"] = (f"time limit of {budget:.0f} s reached at step "
+                                 f"{ends[0]['stopped_at']} (stage {ends[0]['stage'] + 1})")
+        extended = sum(int(st.get("extended_by", 0)) for st in m.get("stages", []))
+        if extended:
+            out["extended_by"] = extended
         out["precision"] = built.precision
         out["loss"] = (sol.history[-1].get("loss") if sol.history else None)
         out["rel_l2_grid"] = m.get("rel_l2") or {}

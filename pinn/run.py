@@ -469,6 +469,9 @@ def train_windows(run: Run, **loop_overrides) -> Solution:
     for k in range(windows):
         a, b = edges[k], edges[k + 1]
         pk = marching.window_problem(problem, k, edges, previous=previous)
+        if training.time_limit is not None:  # the time left, shared by the windows left
+            left = training.time_limit - (time.perf_counter() - t_start)
+            inner = replace(inner, time_limit=max(left, 1.0) / (windows - k))
         wrun = setup(pk, run.model, inner, precision=run.precision, progress=run.progress,
                      resolution=run.resolution, observers=run.observers, plan=False)
         wdir = None if run.out_dir is None else run.out_dir / "windows" / marching.window_key(k)

@@ -419,3 +419,53 @@ def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
     given = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\n"
                   "training: {windows: 2}\n", "own.yaml")
     assert given.plan().training.windows == 2
+
+
+# ---------------------------------------------------------------------------
+# inverse problems: the data balanced against a forced equation
+
+INVERSE = """\
+name: inv
+coords: [x]
+fields: {fields}
+domain: {{interval: [0, 1]}}
+equations: {{pde: "{pde}"}}
+conditions:
+  ends: {{dirichlet: {{u: 0}}, on: boundary}}
+  observed: {{data: {{file: obs.csv}}{weight}}}
+"""
+
+
+def _inverse(tmp_path, fields="[u, a]", pde="-div(a*grad(u)) - 100*sin(pi*x)", weight="",
+             extra=""):
+    x = np.linspace(0.05, 0.95, 40)
+    np.savetxt(tmp_path / "obs.csv", np.c_[x, 0.5 * np.sin(np.pi * x)], delimiter=",",
+               header="x,u", comments="")
+    return _load(tmp_path, INVERSE.format(fields=fields, pde=pde, weight=weight) + extra)
+
+
+def test_an_inverse_problem_weights_its_data_against_the_source(tmp_path):
+    """-(a u')' = 100 sin(pi x), u and a unknown: the source's mean square is 5000 on
+    [0, 1], the data's 0.25 * mean(sin^2) at the observed points; the data weight is the
+    square root of their ratio (the source's mean square estimated on 2048 points)."""
+    built = _inverse(tmp_path)
+    plan = built.plan()
+    (made,) = [c for c in plan.choices if c.what == "balance"]
+    data = 0.25 * np.mean(np.sin(np.pi * np.linspace(0.05, 0.95, 40)) ** 2)
+    expected = np.sqrt(5000.0 / data)
+    assert made.value["observed"] == pytest.approx(expected, rel=0.05)
+    assert plan.problem.conditions["observed"].weight == made.value["observed"]
+    assert built.problem.conditions["observed"].weight == 1.0  # the file's problem is kept
+
+
+def test_no_balance_where_the_problem_is_forward_the_weight_given_or_turned_off(tmp_path):
+    def balanced(**kw):
+        return [c for c in _inverse(tmp_path, **kw).plan().choices if c.what == "balance"]
+
+    assert balanced(fields="[u]", pde="-laplacian(u) - 100*sin(pi*x)") == []  # forward
+    assert balanced(weight=", weight: 1") == []  # the file's own weight
+    assert balanced(extra="plan: {balance: false}\n") == []
+    assert balanced(pde="-div(a*grad(u))") == []  # no source: nothing swamps the data
+    # a learnable parameter makes it inverse too
+    assert balanced(fields="[u]", pde="-k*laplacian(u) - 100*sin(pi*x)",
+                    extra="params: {k: {value: 1.0, learnable: true}}\n") != []

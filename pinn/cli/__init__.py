@@ -134,8 +134,10 @@ def tune_malloc() -> bool:
         return False
 
 
-def _overrides(sets, seed=None, precision=None, devices=None) -> list[str]:
+def _overrides(sets, seed=None, precision=None, devices=None, time_limit=None) -> list[str]:
     out = list(sets or [])
+    if time_limit is not None:
+        out.append(f"training.time_limit={time_limit}")
     if seed is not None:
         out.append(f"training.seed={seed}")
     if precision is not None:

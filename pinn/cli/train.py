@@ -99,6 +99,10 @@ def solve(
     seed: Annotated[int | None, typer.Option(help="Random seed (training.seed).")] = None,
     precision: Annotated[int | None, typer.Option(help="32 or 64 (training.precision).")
                          ] = None,
+    time_limit: Annotated[float | None, typer.Option(
+        help="Seconds of wall time for the run, compilation included: the stages share it, "
+             "and the last goes on while its loss still falls (training.time_limit).",
+        show_default=False)] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest intact "
                                          "checkpoint in the run folder (FILE may be left "
                                          "out: the folder knows it).")] = False,
@@ -135,7 +139,7 @@ def solve(
                         "without the option the file's training.precision, auto by default)")
     if not quiet and _piped(log_format):
         _out(f"{file or out}: reading the problem")  # piped: say at once that something happens
-    sets = _overrides(set_, seed, precision, devices)
+    sets = _overrides(set_, seed, precision, devices, time_limit)
     built, file, out = _problem(file, out, resume, sets)
     if check and built.problem.exact:  # an exact solution that is wrong would score nonsense
         from pinn.report.manufactured import check as mms
@@ -269,8 +273,10 @@ def _warning_lines():
 def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log_format: str,
            log) -> int:
     windows = (f" in each of {training.windows} time windows" if training.windows > 1 else "")
-    _out(f"{built.name}: training in float{built.precision}, {training.steps} steps{windows} "
-         f"-> {run_dir}", quiet)
+    limit = ("" if training.time_limit is None else
+             f" (at most {training.time_limit:g} s; the last stage goes on while it improves)")
+    _out(f"{built.name}: training in float{built.precision}, {training.steps} steps{windows}"
+         f"{limit} -> {run_dir}", quiet)
     ev = built.spec.evaluation
     observers = _progress_observers(quiet, log_format, log, run_dir)
     run = built.setup(model=model, training=training, out_dir=run_dir, resume=resume,

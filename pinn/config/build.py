@@ -93,7 +93,10 @@ class Built:
                         scale=self.spec.plan.scale,
                         frequency=self.spec.plan.frequency and "fourier" not in
                         self.spec.model.model_fields_set,
-                        windows=self.spec.plan.windows and "windows" not in given)
+                        windows=self.spec.plan.windows and "windows" not in given,
+                        balance=self.spec.plan.balance,
+                        weighted=tuple(n for n, c in (self.spec.conditions or {}).items()
+                                       if "weight" in getattr(c, "model_fields_set", ())))
 
     def setup(self, *, problem=None, model=None, training=None, **options):
         """A run of this file set up as ``pinn solve`` sets it up (:func:`pinn.setup`): its

@@ -989,6 +989,11 @@ class TrainingSpec(Strict):
     after another, each by the stages above, each starting from the previous one's values
     at its start (a soft initial condition; ``pinn.marching``). 1: the whole interval at
     once."""
+    time_limit: Annotated[float, BeforeValidator(_number), Field(gt=0, le=1e7)] | None = None
+    """Seconds of wall time for the run, compilation included (``null``: no limit): each
+    stage but the last ends at its share of it, the run at it, and a last stage that has run
+    its steps while its loss still falls goes on until it is done or the time is up
+    (``pinn.Training.time_limit``)."""
 
 
 class PlanSpec(Strict):
@@ -1002,13 +1007,15 @@ class PlanSpec(Strict):
     ``model.fourier`` does not say) and ``windows`` (march an evolution in time windows
     where its horizon, time span times rate, is long, where ``training.windows`` does not
     say); these two are off unless the file turns them on (not yet shown to help on
-    problems nobody tuned)."""
+    problems nobody tuned); ``balance`` (in an inverse problem, weight each data condition
+    to start the size of the physics, where its ``weight`` is not given)."""
 
     hard: Bool = True
     points: Bool = True
     scale: Bool = True
     frequency: Bool = False
     windows: Bool = False
+    balance: Bool = True
 
 
 # ---------------------------------------------------------------------------

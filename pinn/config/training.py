@@ -159,7 +159,8 @@ def build_training(b: Built):
                         seed=t.seed, chunk=t.chunk, eval_every=t.eval_every or None,
                         checkpoint_every=t.checkpoint_every or None, devices=t.devices,
                         micro_batch=t.micro_batch, windows=t.windows,
-                        stop=None if t.stop is False else Stop(**kwargs(t.stop)))
+                        stop=None if t.stop is False else Stop(**kwargs(t.stop)),
+                        time_limit=t.time_limit)
     # each stage's precision in the stage where they differ or one is mixed (a stage's own,
     # or auto's), so that setup(precision=b.precision) keeps them
     return training.with_stage_precisions(t.precision)

@@ -51,6 +51,7 @@ class _Loop:
         self.last_report: dict | None = None
         self.stop: _obs.ChunkEvent | None = None
         self.ended: dict[int, tuple[str, int]] = {}  # stage -> (why, step) ended early
+        self.planned = list(core.ends)  # each stage's end before any extension
 
     def train(self, params: Any, key: jax.Array, resume_from: Path | None) -> TrainResult:
         if resume_from is not None:
@@ -107,6 +108,8 @@ class _Loop:
         state, _ = load_checkpoint(path, core.template(params, key, stage))
         self.state = core.place(state)
         self.step, self.stage = int(meta["step"]), stage
+        if self.step > core.ends[stage]:  # a last stage extended under a time limit
+            core.ends[stage] = self.step
         info = self.info
         info.start_step, info.resumed_from, info.resume_meta = self.step, path, meta
         info.checkpoint, info.elapsed_before = path, float(meta["elapsed"])
@@ -171,7 +174,19 @@ class _Loop:
             "stopped_at": stopped_at,
             "grad_norm": float_or_none(self.last_report["grad_norm"]),
             **({"float64_from": self.info.escalated[i]} if i in self.info.escalated else {}),
+            **({"extended_by": self.core.ends[i] - self.planned[i]}
+               if self.core.ends[i] > self.planned[i] else {}),
         })
+
+    def _end_run(self, why: str) -> None:
+        """The run ends at this step (a time limit): the stages after this one not run."""
+        core, reports = self.core, self.info.stage_reports
+        self._finish_stage()
+        for j in range(self.stage + 1, len(core.stages)):
+            reports.append({"stage": j, "optimizer": repr(core.stages[j].optimizer),
+                            "start": core.starts[j], "end": core.ends[j],
+                            "status": f"not run ({why})", "stopped_at": core.starts[j],
+                            "grad_norm": None})
 
     def _chunk(self) -> None:
         core, end = self.core, self.core.ends[self.stage]
@@ -195,10 +210,27 @@ class _Loop:
         event = self._emit("chunk", report=report, row=self._row(report, None, rate))
         if escalate:
             self._escalate(int(new_state["status_step"]))
-        if event.stage_end is not None and self.step < end:
+        if event.extra_steps and self.step >= end:  # the last stage goes on
+            core.ends[self.stage] = self.step + event.extra_steps  # info.ends is this list
+            name = type(core.stages[self.stage].optimizer).__name__
+            message = (f"{name} still improving at step {self.step}: going on for "
+                       f"{event.extra_steps} more steps (the time limit allows them)")
+            self._emit("extend", report=report,
+                       row={**event.row, "event": "extended", "message": message})
+        if event.run_end:
             name, message = event.stage_end
             self.ended[self.stage] = (name, self.step)
-            self.step, self.state = end, core.skip_to(self.state, end)
+            self._emit("stage_stop", report=report,
+                       row={**event.row, "event": name, "message": message})
+            self._end_run(name)
+            self.stop = event  # no signal: the run returns as finished
+            self._emit("boundary", report=report)
+            return
+        if event.stage_end is not None and self.step <= end:
+            name, message = event.stage_end
+            self.ended[self.stage] = (name, self.step)
+            if self.step < end:
+                self.step, self.state = end, core.skip_to(self.state, end)
             self._emit("stage_stop", report=report,
                        row={**event.row, "event": name, "message": message})
         self._emit("boundary", report=report)
@@ -283,7 +315,7 @@ def _observers(
     *, handle_signals: bool, max_retries: int, rollback_factor: float, evaluate: Any,
     eval_every: int | None, out_dir: Any, history_csv: bool, progress: bool, on_chunk: Any,
     checkpoint_dir: Any, checkpoint_every: int | None, keep_checkpoints: int | None,
-    stop: Any = None,
+    stop: Any = None, time_limit: float | None = None,
 ) -> list[_obs.Observer]:
     """The observers ``run``'s keyword arguments ask for, in the order they must run."""
     if not isinstance(max_retries, int) or max_retries < 0:
@@ -293,7 +325,9 @@ def _observers(
     chosen: list[_obs.Observer] = [_obs.Signals()] if handle_signals else []
     chosen += [_obs.NanGuard(max_retries, rollback_factor), _obs.StallStop()]
     if stop is not None:
-        chosen.append(_obs.StopWhenDone(stop))
+        chosen.append(_obs.StopWhenDone(stop, time_limit))
+    if time_limit is not None:
+        chosen.append(_obs.TimeLimit(time_limit))
     if evaluate is not None:
         chosen.append(_obs.Evaluation(evaluate, eval_every))
     elif eval_every is not None:
@@ -410,7 +444,7 @@ def run(
         evaluate=evaluate, eval_every=training.eval_every, out_dir=out_dir,
         history_csv=history_csv, progress=progress, on_chunk=on_chunk,
         checkpoint_dir=checkpoint_dir, checkpoint_every=training.checkpoint_every,
-        keep_checkpoints=keep_checkpoints, stop=training.stop,
+        keep_checkpoints=keep_checkpoints, stop=training.stop, time_limit=training.time_limit,
     )
     core, params = Core.build(terms_fn, params, training, sample_fn=sample_fn, key=key,
                               weighting=weighting)

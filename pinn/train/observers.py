@@ -14,6 +14,7 @@ with these three methods. ``event.kind`` says what happened:
 * ``"stage_start"``: a stage begins (``row``: its first history row);
 * ``"chunk"``: a chunk of steps finished with a finite loss (``row``: its history row);
 * ``"stage_stop"``: an observer ended the stage early (``row``: e.g. ``lbfgs_stop``);
+* ``"extend"``: the last stage was given more steps (``row``: the ``extended`` event);
 * ``"nonfinite"``: a chunk produced a non-finite loss; ``state`` is the last good state,
   ``until`` the end of the failed chunk, and nothing was recorded yet;
 * ``"rollback"``: the failed chunk was rolled back (``row``: the roll-back event);
@@ -21,6 +22,7 @@ with these three methods. ``event.kind`` says what happened:
 * ``"end"``: the run is about to return (finished, or stopped on request).
 
 Observers only look, unless they ask through the event: :meth:`ChunkEvent.end_stage`,
+:meth:`ChunkEvent.end_run`, :meth:`ChunkEvent.extend` (``"chunk"`` only),
 :meth:`ChunkEvent.roll_back` / :meth:`ChunkEvent.fail` (``"nonfinite"`` only) and
 :meth:`ChunkEvent.stop`. The loop applies requests once every observer has seen the event;
 a request the event's kind does not allow raises ``ValueError``. An observer that adds to
@@ -55,6 +57,8 @@ __all__ = [
     "Checkpoints",
     "NanGuard",
     "StallStop",
+    "StopWhenDone",
+    "TimeLimit",
     "Signals",
     "Callback",
 ]
@@ -101,7 +105,8 @@ class RunInfo:
         return step == self.total or (every is not None and step % every == 0)
 
 
-_REQUESTS = {"end_stage": ("chunk",), "roll_back": ("nonfinite",), "fail": ("nonfinite",)}
+_REQUESTS = {"end_stage": ("chunk",), "end_run": ("chunk",), "extend": ("chunk",),
+             "roll_back": ("nonfinite",), "fail": ("nonfinite",)}
 
 
 @dataclass(eq=False)
@@ -127,6 +132,8 @@ class ChunkEvent:
     error: BaseException | None = None
     stop_signal: str | None = None
     stopped: bool = False
+    run_end: bool = False
+    extra_steps: int = 0
 
     def _allow(self, request: str) -> None:
         kinds = _REQUESTS.get(request)
@@ -140,6 +147,24 @@ class ChunkEvent:
         """Skip to the end of the current stage, recording a row ``{event, message}``."""
         self._allow("end_stage")
         self.stage_end = (event, message)
+
+    def end_run(self, event: str, message: str) -> None:
+        """End the run here: the current stage as :meth:`end_stage` does, and the stages
+        after it not run (their reports say ``event``); the run returns as a finished one."""
+        self._allow("end_run")
+        self.stage_end, self.run_end = (event, message), True
+
+    def extend(self, steps: int) -> None:
+        """Give the last stage ``steps`` more steps; only when it has just run its steps."""
+        self._allow("extend")
+        info = self.info
+        if self.stage != len(info.stages) - 1 or self.step < info.ends[self.stage]:
+            raise ValueError("ChunkEvent.extend() only extends the last stage, at the chunk "
+                             f"that ends it (stage {self.stage + 1} of {len(info.stages)}, "
+                             f"step {self.step} of {info.ends[self.stage]}).")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"ChunkEvent.extend: steps must be an integer >= 1, got {steps!r}")
+        self.extra_steps = max(self.extra_steps, steps)
 
     def roll_back(self, row: dict, lr_factor: float) -> None:
         """Discard the failed chunk, record ``row``, retry with the learning rate scaled."""
@@ -299,7 +324,7 @@ class Progress(Observer):
             if view.status(self._status(event), force=self._fresh_stage):
                 self._shown = event.step
             self._fresh_stage = False
-        elif kind in ("stage_stop", "rollback", "escalate"):
+        elif kind in ("stage_stop", "rollback", "escalate", "extend"):
             view.note(kind, str(event.row.get("message", kind)), step=event.step)
         elif kind == "boundary":
             info = event.info
@@ -474,10 +499,11 @@ class StopWhenDone(Observer):
     at ``residual**2`` of the run's first loss) or on a plateau; a row ``{event: "converged"
     | "plateau", message}`` records it, and the stage's report says so."""
 
-    def __init__(self, stop: Any) -> None:
-        self.stop, self.every = stop, stop.every
+    def __init__(self, stop: Any, time_limit: float | None = None) -> None:
+        self.stop, self.every, self.time_limit = stop, stop.every, time_limit
         self.first: float | None = None
         self.seen: list[tuple[int, float]] = []
+        self.planned: dict[int, int] = {}  # stage -> its steps as planned (before extending)
 
     def on_chunk(self, event: ChunkEvent) -> None:
         if event.kind == "stage_start":
@@ -491,13 +517,30 @@ class StopWhenDone(Observer):
             self.first = loss if event.info.start_step == 0 else _first_loss(event.info)
         self.seen.append((event.step, loss))
         info, i = event.info, event.stage
-        if event.kind != "chunk" or event.step >= info.ends[i]:
+        self.planned.setdefault(i, info.stages[i].steps)
+        if event.kind != "chunk" or event.step > info.ends[i]:
             return
         if info.stages[i].precision == "mixed" and i not in info.escalated:
             return  # float32 at first: its floor is met by the switch to float64
         why = self._done(info, i, event.step, loss)
-        if why is not None:
-            event.end_stage(*why)
+        extended = info.ends[i] > info.starts[i] + self.planned[i]
+        if why is not None and (event.step < info.ends[i] or extended):
+            event.end_stage(*why)  # at an extension's end: it ended because it was done
+        elif why is None and event.step == info.ends[i]:
+            self._extend(event)
+
+    def _extend(self, event: ChunkEvent) -> None:
+        """Under a time limit, the last stage that has run its steps and is not done goes on
+        for one more plateau window, if the time left allows a part of it."""
+        info, i = event.info, event.stage
+        if self.time_limit is None or i != len(info.stages) - 1:
+            return
+        left = self.time_limit - info.elapsed()
+        window = self.stop.window(self.planned[i])
+        per_step = _seconds_per_step(info, i)
+        if per_step is None or left < min(window, self.stop.every) * per_step:
+            return  # not even a check's worth of steps left
+        event.extend(window)
 
     def _done(self, info: RunInfo, i: int, step: int, loss: float) -> tuple[str, str] | None:
         stop, name = self.stop, type(info.stages[i].optimizer).__name__
@@ -505,7 +548,7 @@ class StopWhenDone(Observer):
                 and loss <= stop.residual ** 2 * self.first):
             return "converged", (f"{name} converged at step {step}: the loss {loss:.3e} is "
                                  f"{stop.residual:g}^2 of the first ({self.first:.3e})")
-        window = stop.window(info.ends[i] - info.starts[i])
+        window = stop.window(self.planned.get(i, info.ends[i] - info.starts[i]))
         if stop.improvement is None or step - info.starts[i] < window:
             return None
         before = [v for s, v in self.seen if s <= step - window]
@@ -516,6 +559,47 @@ class StopWhenDone(Observer):
                                f"{stop.improvement:.0%} below the lowest before, "
                                f"{min(before):.3e}")
         return None
+
+
+def _seconds_per_step(info: RunInfo, stage: int) -> float | None:
+    """Wall seconds per step of ``stage`` now: the median of its last three chunks' rates
+    (``None``: no chunk of it yet)."""
+    rates = [r["steps_per_s"] for r in info.rows
+             if r.get("stage") == stage and r.get("steps_per_s")][-3:]
+    return None if not rates else 1.0 / sorted(rates)[len(rates) // 2]
+
+
+class TimeLimit(Observer):
+    """Ends the run at ``seconds`` of wall time (:attr:`pinn.train.Training.time_limit`;
+    compilation included, summed over resumes), and each stage but the last at its share
+    of them (the share of the steps planned up to its end); the stage's report says
+    ``time_limit``. :class:`StopWhenDone` extends a last stage that is still improving
+    while time is left."""
+
+    every = 100  # chunks end at least this often, so that the limit is kept to a chunk
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.planned: list[int] | None = None
+
+    def init(self, info: RunInfo) -> None:
+        self.planned = list(info.ends)
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind != "chunk":
+            return
+        info, i, t = event.info, event.stage, event.info.elapsed()
+        last = i == len(info.stages) - 1
+        total = self.planned[-1] if self.planned else info.total
+        if t >= self.seconds and (event.step < info.ends[i] or not last):
+            event.end_run("time_limit", f"the time limit of {self.seconds:g} s was reached at "
+                          f"step {event.step} ({t:.0f} s); the run ends here")
+        elif not last and event.step < info.ends[i] and self.planned and total > 0:
+            share = self.seconds * self.planned[i] / total
+            if t >= share:
+                name = type(info.stages[i].optimizer).__name__
+                event.end_stage("time_limit", f"{name} ended at step {event.step}: its share "
+                                f"of the time limit ({share:.0f} of {self.seconds:g} s) is spent")
 
 
 def _first_loss(info: RunInfo) -> float | None:

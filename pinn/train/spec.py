@@ -8,6 +8,7 @@ The defaults here are the library's and the problem files' alike: the YAML schem
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -161,7 +162,13 @@ class Training:
     ``None``: the whole batch at once); ``windows``: an evolution problem trained in that
     many time windows one after another, each by these stages, the next starting from the
     previous one's values (:mod:`pinn.marching`); ``stop``: when a stage is done before its
-    steps run out (:class:`Stop`; ``None``: every stage runs all its steps).
+    steps run out (:class:`Stop`; ``None``: every stage runs all its steps);
+    ``time_limit``: seconds of wall time for the run (compilation included, summed over
+    resumes; ``None``: no limit): each stage but the last ends when its share of the limit
+    (its share of the steps) is spent, the run ends at the limit (its report says so, the
+    checkpoint is kept), and a last stage that has run its steps while its loss still falls
+    (not on ``stop``'s plateau) goes on, a plateau window at a time, until it is done or
+    the limit is reached (its report gives the steps it added).
     """
 
     stages: Sequence[Any] = field(default_factory=default_stages)
@@ -175,6 +182,7 @@ class Training:
     micro_batch: int | None = None
     windows: int = 1
     stop: Stop | None = field(default_factory=Stop)
+    time_limit: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "stages", tuple(self.stages))
@@ -201,6 +209,11 @@ class Training:
         if isinstance(w, bool) or not isinstance(w, int) or w < 1:
             raise ValueError(f"Training.windows must be an integer >= 1 (time windows trained "
                              f"one after another; 1: the whole interval at once), got {w!r}")
+        lim = self.time_limit
+        if lim is not None and (isinstance(lim, bool) or not isinstance(lim, (int, float))
+                                or not math.isfinite(lim) or lim <= 0):
+            raise ValueError(f"Training.time_limit must be a number of seconds > 0 (wall time "
+                             f"for the run) or None (no limit), got {lim!r}")
         mb = self.micro_batch
         if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
             raise ValueError(f"Training.micro_batch must be an integer >= 1 (points per "
