@@ -127,8 +127,15 @@ WHY_MISSED = {
                 "in, the initial rate's term weighted 100, float64) reaches 8.9e-4: the plan "
                 "builds in the ends but weights no term, and Fourier features in time and "
                 "marching are off by default (not measured to help yet)",
-    "hinv": "an inverse problem with a coefficient field, a(x, y) its own sub-network: the "
-            "plan has no balancing of the data against the physics for it yet",
+    "hinv": "an inverse problem with a coefficient field, a(x, y) its own sub-network: "
+            "the plan's data balance (weight 39) took it from 46 (u 0.76, a 47) to this; "
+            "weight 1000 reached 5.8e-2 after Adam alone, but that weight makes PInv worse "
+            "(docs/yaml.md, the plan's balance); SSBroyden's dense steps (~0.15 s each "
+            "here) leave 1400 of its 3000 steps unrun at the budget",
+    "pinv": "the plan's data balance (weight 8.6 from the source's and data's sizes) made "
+            "it worse: 5.16e-2 at weight 1 (an earlier row, no time limit), 8.84e-2 now; "
+            "on this problem the data's noise (N(0, 0.1)) is fitted the more the heavier "
+            "the data weigh (u, a at step 2500: 1.2e-2, 1.9e-2 at 1; 2.2e-2, 8.2e-2 at 80)",
     "poisson2d_ms": "a coefficient constant on each of 5 x 5 blocks, jumping between "
                     "them, on [-10, 10]^2: domain decomposition is not built",
     "heat2d_lt": "a long horizon; every PINNacle method fails too; marching is off by "
