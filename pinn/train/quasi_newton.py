@@ -88,10 +88,11 @@ def _theta_tau(method: str, b: jax.Array, h: jax.Array, n: int) -> tuple[jax.Arr
     return theta, tau
 
 
-def _update_inverse(method: str, H, s, y, g_old, alpha, n: int):
-    """``H+`` from the pair ``(s, y)``; also whether the pair was a curvature pair."""
+def _pair(method: str, Hy, s, y, g_old, alpha, n: int):
+    """The pieces of the rank-two update from the pair ``(s, y)`` and ``Hy = H y``:
+    ``H+ = (H - c Hy Hyᵀ + e v vᵀ) / τ + ρ s sᵀ`` (:func:`_apply`); ``ok``: whether the
+    pair is a curvature pair and every piece finite; also ``yᵀs``."""
     ys = jnp.vdot(y, s)
-    Hy = H @ y
     yHy = jnp.vdot(y, Hy)
     rho = _safe_div(1.0, ys)
     h = yHy * rho
@@ -99,13 +100,37 @@ def _update_inverse(method: str, H, s, y, g_old, alpha, n: int):
     theta, tau = _theta_tau(method, b, h, n)
     a = b * h - 1.0
     phi = _safe_div(1.0 - theta, 1.0 + a * theta)
-    v = s * rho - Hy / jnp.where(yHy > 0, yHy, 1.0)
-    new = (H - jnp.outer(Hy, Hy) / jnp.where(yHy > 0, yHy, 1.0)
-           + phi * yHy * jnp.outer(v, v)) / tau + rho * jnp.outer(s, s)
-    new = 0.5 * (new + new.T)  # keep it symmetric against rounding
+    c = 1.0 / jnp.where(yHy > 0, yHy, 1.0)
+    v = s * rho - Hy * c
+    e = phi * yHy
     ok = (ys > 1e-10 * jnp.linalg.norm(s) * jnp.linalg.norm(y)) & (yHy > 0) & (tau > 0)
-    ok = ok & jnp.all(jnp.isfinite(new))
-    return new, ok, ys
+    finite = [jnp.isfinite(x) for x in (c, e, tau, rho)] + [
+        jnp.all(jnp.isfinite(x)) for x in (Hy, v, s)]
+    for f in finite:
+        ok = ok & f
+    return (c, e, tau, rho, v), ok, ys
+
+
+def _apply(H, Hy, s, pieces):
+    """``H+`` from :func:`_pair`'s pieces: elementwise in ``H``, so one pass over it (each
+    entry computed the same way as its mirror image: ``H+`` is exactly symmetric when
+    ``H`` is)."""
+    c, e, tau, rho, v = pieces
+    return (H - c * jnp.outer(Hy, Hy) + e * jnp.outer(v, v)) / tau + rho * jnp.outer(s, s)
+
+
+def _apply_to(g, Hg, Hy, s, pieces):
+    """``H+ g`` from ``H g`` and :func:`_pair`'s pieces, without forming ``H+``."""
+    c, e, tau, rho, v = pieces
+    return (Hg - c * Hy * jnp.vdot(Hy, g) + e * v * jnp.vdot(v, g)) / tau + rho * s * jnp.vdot(s, g)
+
+
+def _update_inverse(method: str, H, s, y, g_old, alpha, n: int):
+    """``H+`` from the pair ``(s, y)``; also whether the pair was a curvature pair."""
+    Hy = H @ y
+    pieces, ok, ys = _pair(method, Hy, s, y, g_old, alpha, n)
+    new = _apply(H, Hy, s, pieces)
+    return new, ok & jnp.all(jnp.isfinite(new)), ys
 
 
 def scale_by_self_scaled_broyden(method: Method = "ssbroyden") -> optax.GradientTransformation:
@@ -138,20 +163,24 @@ def scale_by_self_scaled_broyden(method: Method = "ssbroyden") -> optax.Gradient
         d_old = state.prev_direction
         alpha = _safe_div(jnp.vdot(s, d_old), jnp.vdot(d_old, d_old))
 
-        def with_pair(H):
-            new, ok, ys = _update_inverse(method, H, s, y, state.prev_grad, alpha, n)
-            yy = jnp.vdot(y, y)
-            restart = jnp.where((ys > 0) & (yy > 0), ys / jnp.where(yy > 0, yy, 1.0), 1.0)
-            return jnp.where(ok, new, restart * jnp.eye(n, dtype=H.dtype)), ~ok
-
-        H, restarted = jax.lax.cond(state.fresh, lambda H: (H, jnp.asarray(False)),
-                                    with_pair, H)
-        d = -(H @ g)
+        # H y and H g in one pass over H; the new H in one more (the update is
+        # elementwise in H, fused with the choice between it, H and a restart): the step
+        # is bound by reading and writing the n x n matrix, not by arithmetic
+        both = H @ jnp.stack([y, g], axis=1)
+        Hy, Hg = both[:, 0], both[:, 1]
+        pieces, ok, ys = _pair(method, Hy, s, y, state.prev_grad, alpha, n)
+        ok = ok & ~state.fresh  # a fresh step (start, new batch) has no pair
+        yy = jnp.vdot(y, y)
+        restart = jnp.where((ys > 0) & (yy > 0), ys / jnp.where(yy > 0, yy, 1.0), 1.0)
+        d = jnp.where(state.fresh, -Hg,
+                      jnp.where(ok, -_apply_to(g, Hg, Hy, s, pieces), -restart * g))
         descent = (jnp.vdot(d, g) < 0) & jnp.all(jnp.isfinite(d))
-        eye = jnp.eye(n, dtype=H.dtype)
-        H = jnp.where(descent, H, eye)
         d = jnp.where(descent, d, -g)
-        restarted = restarted | ~descent
+        eye = jnp.eye(n, dtype=H.dtype)
+        diag = jnp.where(descent & ~state.fresh, restart, 1.0).astype(H.dtype)
+        H = jnp.where(descent & ok, _apply(H, Hy, s, pieces),
+                      jnp.where(descent & state.fresh, H, diag * eye))
+        restarted = (~state.fresh & ~ok) | ~descent
         new_state = SelfScaledState(
             inv_hessian=H, prev_params=x, prev_grad=g, prev_direction=d,
             count=state.count + 1, fresh=jnp.asarray(False),
