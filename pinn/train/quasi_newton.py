@@ -104,10 +104,14 @@ def _pair(method: str, Hy, s, y, g_old, alpha, n: int):
     v = s * rho - Hy * c
     e = phi * yHy
     ok = (ys > 1e-10 * jnp.linalg.norm(s) * jnp.linalg.norm(y)) & (yHy > 0) & (tau > 0)
-    finite = [jnp.isfinite(x) for x in (c, e, tau, rho)] + [
-        jnp.all(jnp.isfinite(x)) for x in (Hy, v, s)]
-    for f in finite:
-        ok = ok & f
+    # the rank-two terms' largest entry, bounded: far below the float's largest, H+ stays
+    # finite (a pair that would overflow it is refused, as if H+ were formed and checked)
+    big = jnp.finfo(jnp.result_type(s)).max
+    top = (jnp.abs(c) * jnp.max(jnp.abs(Hy)) ** 2 + jnp.abs(e) * jnp.max(jnp.abs(v)) ** 2
+           + tau * jnp.abs(rho) * jnp.max(jnp.abs(s)) ** 2) / tau
+    ok = ok & jnp.isfinite(top) & (top < 1e-3 * big)
+    for x in (c, e, tau, rho, Hy, v, s):
+        ok = ok & jnp.all(jnp.isfinite(x))
     return (c, e, tau, rho, v), ok, ys
 
 
