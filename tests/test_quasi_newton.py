@@ -74,9 +74,7 @@ def test_rosenbrock_converges_superlinearly(method):
     # descent on this problem (Hessian condition number ~2.5e3 at the minimiser) is > 0.999
     first = int(np.argmax(err < 1e-4))
     last = int(np.argmax(err < 1e-12))
-    # 1e-4 to 1e-12 in at most 16 iterations (15 or 16 as the rounding of the direction
-    # goes: H+ g formed from H g or from H+ itself, both to 2e-16, test below)
-    assert 0 < last - first <= 16, (method, err[first:last + 1])
+    assert 0 < last - first <= 15, (method, err[first:last + 1])
     assert (err[last] / err[first]) ** (1.0 / (last - first)) < 0.3
 
 
@@ -124,9 +122,7 @@ def test_rosenbrock_converges_superlinearly_with_the_single_site_search(method):
     assert evaluations <= 2 * iterations, (method, evaluations, iterations)
     first = int(np.argmax(err < 1e-4))
     last = int(np.argmax(err < 1e-12))
-    # 1e-4 to 1e-12 in at most 16 iterations (15 or 16 as the rounding of the direction
-    # goes: H+ g formed from H g or from H+ itself, both to 2e-16, test below)
-    assert 0 < last - first <= 16, (method, err[first:last + 1])
+    assert 0 < last - first <= 15, (method, err[first:last + 1])
     assert (err[last] / err[first]) ** (1.0 / (last - first)) < 0.3
 
 
@@ -239,8 +235,9 @@ def test_update_keeps_positive_definiteness_and_refuses_negative_curvature():
 
 @pytest.mark.parametrize("cond", [1e2, 1e8, 1e12])
 def test_the_direction_from_h_g_equals_the_updated_matrix_times_g(cond):
-    """The optimiser forms H+ g from H g and the update's pieces (one pass over H fewer):
-    equal to H+ (formed) times g, and to the update in extended precision, to 1e-15."""
+    """H+ g formed from H g and the update's pieces (one pass over H fewer than forming
+    H+ first) equals H+ (formed) times g, and the update in extended precision, to 1e-15
+    (the optimiser still forms H+ first: the same rounding as the unfused update)."""
     with jax.enable_x64(True):
         rng, n = np.random.default_rng(0), 50
         q, _ = np.linalg.qr(rng.normal(size=(n, n)))
