@@ -127,11 +127,12 @@ WHY_MISSED = {
                 "in, the initial rate's term weighted 100, float64) reaches 8.9e-4: the plan "
                 "builds in the ends but weights no term, and Fourier features in time and "
                 "marching are off by default (not measured to help yet)",
-    "hinv": "an inverse problem with a coefficient field, a(x, y) its own sub-network: "
-            "the plan's data balance (weight 39) took it from 46 (u 0.76, a 47) to 1.45e-1 "
-            "at the time limit (3600 steps), the fused SSBroyden step (0.15 s a step -> "
-            "0.02 s) to this in 286 s; weight 1000 reached 5.8e-2 after Adam alone, but that "
-            "weight makes PInv worse (docs/yaml.md, the plan's balance)",
+    "hinv": "an inverse problem with a coefficient field, a(x, y) its own sub-network, "
+            "whose result hangs on rounding: with the plan's data balance (weight 39) it "
+            "ended at 1.45e-1 (36601ce, cut by the time limit at step 3600), 5.35e-2 "
+            "(65143d9, an SSBroyden update differing only in rounding and speed) and this "
+            "(the current update); 46 without the balance; weight 1000 reached 5.8e-2 after "
+            "Adam alone, but that weight makes PInv worse (docs/yaml.md, the plan's balance)",
     "pinv": "the plan's data balance (weight 8.6 from the source's and data's sizes) made "
             "it worse: 5.16e-2 at weight 1 (an earlier row, no time limit), 8.84e-2 now; "
             "on this problem the data's noise (N(0, 0.1)) is fitted the more the heavier "
