@@ -51,7 +51,6 @@ class _Loop:
         self.last_report: dict | None = None
         self.stop: _obs.ChunkEvent | None = None
         self.ended: dict[int, tuple[str, int]] = {}  # stage -> (why, step) ended early
-        self.planned = list(core.ends)  # each stage's end before any extension
 
     def train(self, params: Any, key: jax.Array, resume_from: Path | None) -> TrainResult:
         if resume_from is not None:
@@ -174,8 +173,8 @@ class _Loop:
             "stopped_at": stopped_at,
             "grad_norm": float_or_none(self.last_report["grad_norm"]),
             **({"float64_from": self.info.escalated[i]} if i in self.info.escalated else {}),
-            **({"extended_by": self.core.ends[i] - self.planned[i]}
-               if self.core.ends[i] > self.planned[i] else {}),
+            **({"extended_by": self.core.ends[i] - self.info.planned_end(i)}
+               if self.core.ends[i] > self.info.planned_end(i) else {}),
         })
 
     def _end_run(self, why: str) -> None:

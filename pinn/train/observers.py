@@ -96,6 +96,11 @@ class RunInfo:
     def total(self) -> int:
         return self.ends[-1]
 
+    def planned_end(self, stage: int) -> int:
+        """The step ``stage`` ends at as planned (``ends`` grows where a time limit extends
+        the last stage)."""
+        return self.starts[stage] + self.stages[stage].steps
+
     def elapsed(self) -> float:
         """Wall seconds of training, summed over resumes."""
         return self.elapsed_before + time.perf_counter() - self.t_start
@@ -503,7 +508,6 @@ class StopWhenDone(Observer):
         self.stop, self.every, self.time_limit = stop, stop.every, time_limit
         self.first: float | None = None
         self.seen: list[tuple[int, float]] = []
-        self.planned: dict[int, int] = {}  # stage -> its steps as planned (before extending)
 
     def on_chunk(self, event: ChunkEvent) -> None:
         if event.kind == "stage_start":
@@ -517,13 +521,12 @@ class StopWhenDone(Observer):
             self.first = loss if event.info.start_step == 0 else _first_loss(event.info)
         self.seen.append((event.step, loss))
         info, i = event.info, event.stage
-        self.planned.setdefault(i, info.stages[i].steps)
         if event.kind != "chunk" or event.step > info.ends[i]:
             return
         if info.stages[i].precision == "mixed" and i not in info.escalated:
             return  # float32 at first: its floor is met by the switch to float64
         why = self._done(info, i, event.step, loss)
-        extended = info.ends[i] > info.starts[i] + self.planned[i]
+        extended = info.ends[i] > info.planned_end(i)
         if why is not None and (event.step < info.ends[i] or extended):
             event.end_stage(*why)  # at an extension's end: it ended because it was done
         elif why is None and event.step == info.ends[i]:
@@ -536,7 +539,7 @@ class StopWhenDone(Observer):
         if self.time_limit is None or i != len(info.stages) - 1:
             return
         left = self.time_limit - info.elapsed()
-        window = self.stop.window(self.planned[i])
+        window = self.stop.window(info.stages[i].steps)
         per_step = _seconds_per_step(info, i)
         if per_step is None or left < min(window, self.stop.every) * per_step:
             return  # not even a check's worth of steps left
@@ -548,7 +551,7 @@ class StopWhenDone(Observer):
                 and loss <= stop.residual ** 2 * self.first):
             return "converged", (f"{name} converged at step {step}: the loss {loss:.3e} is "
                                  f"{stop.residual:g}^2 of the first ({self.first:.3e})")
-        window = stop.window(self.planned.get(i, info.ends[i] - info.starts[i]))
+        window = stop.window(info.stages[i].steps)
         if stop.improvement is None or step - info.starts[i] < window:
             return None
         before = [v for s, v in self.seen if s <= step - window]
@@ -580,22 +583,18 @@ class TimeLimit(Observer):
 
     def __init__(self, seconds: float) -> None:
         self.seconds = float(seconds)
-        self.planned: list[int] | None = None
-
-    def init(self, info: RunInfo) -> None:
-        self.planned = list(info.ends)
 
     def on_chunk(self, event: ChunkEvent) -> None:
         if event.kind != "chunk":
             return
         info, i, t = event.info, event.stage, event.info.elapsed()
         last = i == len(info.stages) - 1
-        total = self.planned[-1] if self.planned else info.total
+        total = info.planned_end(len(info.stages) - 1)
         if t >= self.seconds and (event.step < info.ends[i] or not last):
             event.end_run("time_limit", f"the time limit of {self.seconds:g} s was reached at "
                           f"step {event.step} ({t:.0f} s); the run ends here")
-        elif not last and event.step < info.ends[i] and self.planned and total > 0:
-            share = self.seconds * self.planned[i] / total
+        elif not last and event.step < info.ends[i] and total > 0:
+            share = self.seconds * info.planned_end(i) / total
             if t >= share:
                 name = type(info.stages[i].optimizer).__name__
                 event.end_stage("time_limit", f"{name} ended at step {event.step}: its share "
