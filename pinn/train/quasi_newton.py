@@ -123,12 +123,6 @@ def _apply(H, Hy, s, pieces):
     return (H - c * jnp.outer(Hy, Hy) + e * jnp.outer(v, v)) / tau + rho * jnp.outer(s, s)
 
 
-def _apply_to(g, Hg, Hy, s, pieces):
-    """``H+ g`` from ``H g`` and :func:`_pair`'s pieces, without forming ``H+``."""
-    c, e, tau, rho, v = pieces
-    return (Hg - c * Hy * jnp.vdot(Hy, g) + e * v * jnp.vdot(v, g)) / tau + rho * s * jnp.vdot(s, g)
-
-
 def _update_inverse(method: str, H, s, y, g_old, alpha, n: int):
     """``H+`` from the pair ``(s, y)``; also whether the pair was a curvature pair."""
     Hy = H @ y
@@ -170,8 +164,8 @@ def scale_by_self_scaled_broyden(method: Method = "ssbroyden") -> optax.Gradient
         # The step is bound by reading and writing the n x n matrix, not by arithmetic:
         # H y (one pass), the new H (one read, one write: the update is elementwise in H,
         # fused with the choice between it, H and a restart) and its product with g (one
-        # pass). Forming H+ g from H g and the update's pieces (_apply_to) would save a
-        # pass, but rounds differently, and a hard problem's run hangs on that rounding
+        # pass). Forming H+ g from H g and the update's pieces would save a pass, but
+        # rounds differently, and a hard problem's run hangs on that rounding
         # (PINNacle's Wave 2d-MS: 0.258 this way, 3.89 that way): this way computes the
         # same numbers as the unfused update did.
         Hy = H @ y
