@@ -702,11 +702,14 @@ def missed(user: dict) -> list[str]:
         if not marks:
             continue
         budget, wall = r.get("budget_seconds"), r.get("wall_seconds")
+        grown = r.get("extended_by")
+        why_ended = (f"its last stage extended by {grown} steps while its loss fell, then done"
+                      if grown else "the recipe, not the budget, was the limit")
         ended = (f"the budget ended it at step {r.get('steps')}" if r.get("stopped_by") else
                  f"it ended at step {r.get('steps')}"
-                 + (f" of {r['steps_planned']}" if r.get("steps_planned") else "") + " after "
-                 f"{C.fmt(wall, '.0f')} s of the {C.fmt(budget, '.0f')} s budget (the "
-                 "recipe, not the budget, was the limit)")
+                 + (f" of {r['steps_planned']} planned" if r.get("steps_planned") else "")
+                 + f" after {C.fmt(wall, '.0f')} s of the {C.fmt(budget, '.0f')} s budget "
+                 f"({why_ended})")
         out.append(f"- {e.label}: {sci(v)} misses " + ", ".join(marks) + f"; {ended}; "
                    + WHY_MISSED.get(e.key, "not analysed yet") + ".")
     if not out:
