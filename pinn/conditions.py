@@ -507,18 +507,20 @@ class Initial(Condition):
     """``field = value`` at the initial time; ``rate`` sets ``D(field, t)`` there too.
 
     ``hard=True`` builds the initial value into the output:
-    ``u = u0(x) + (t - t0) * N(x, t)``.
+    ``u = u0(x) + (t - t0) * N(x, t)`` (with a rate, ``u0 + (t - t0) v0 + (t - t0)^2 N``);
+    ``False``: a loss term; ``None`` (the default): the plan decides (:mod:`pinn.plan`:
+    a start with a rate, a second-order evolution's, is built in where it can be).
     """
 
     values: tuple[tuple[E.Field, E.Expr], ...]
     rates: tuple[tuple[E.Field, E.Expr], ...] = ()
     weight: float = 1.0
-    hard: bool = False
+    hard: bool | None = None
 
     initial = True
 
     def __init__(self, target, value=None, *, rate=None, weight: float = 1.0,
-                 hard: bool = False):
+                 hard: bool | None = None):
         values = _values(target, value)
         rates: tuple = ()
         if rate is not None:
@@ -528,7 +530,8 @@ class Initial(Condition):
                 if len(values) != 1:
                     raise TypeError("give rates as a {field: value} mapping for several fields")
                 rates = ((values[0][0], E.as_expr(rate)),)
-        _set(self, values=values, rates=rates, weight=float(weight), hard=bool(hard))
+        _set(self, values=values, rates=rates, weight=float(weight),
+             hard=None if hard is None else bool(hard))
 
     def expressions(self):
         return tuple(v for _, v in self.values) + tuple(v for _, v in self.rates)

@@ -180,18 +180,39 @@ def _hard(problem, allowed: bool) -> tuple[Any, list[Choice]]:
                 hard.remove(name)
             if pair:
                 soft.append((pair, why))
-    if not hard and not soft:
-        return problem, []
+    starts = []
+    for name, c in problem.conditions.items():
+        if not isinstance(c, C.Initial) or c.hard is not None:
+            continue
+        if not c.rates or not allowed:  # a first-order start stays a loss term
+            conditions[name] = c.with_hard(False)
+            continue
+        why = _why_not_hard_start(replace(problem, conditions=conditions), name,
+                                  c.with_hard(True))
+        conditions[name] = c.with_hard(why is None)
+        if why is None:
+            starts.append(name)
+        else:
+            soft.append(([name], why))
+    if not hard and not soft and not starts:
+        return replace(problem, conditions=conditions), []
     planned = replace(problem, conditions=conditions)
     if not allowed:
         return planned, []
     out = []
-    if hard:
+    if hard or starts:
         parts = {n: ", ".join(planned.conditions[n].on) if isinstance(planned.conditions[n].on,
                                                                       tuple)
                  else str(planned.conditions[n].on) for n in hard}
-        out.append(Choice("hard", hard, "Dirichlet values built into the network (exactly "
-                          "met; " + "; ".join(f"{n} on {p}" for n, p in parts.items()) + ")"))
+        why = []
+        if hard:
+            why.append("Dirichlet values built into the network (exactly met; "
+                       + "; ".join(f"{n} on {p}" for n, p in parts.items()) + ")")
+        if starts:
+            why.append(f"{', '.join(starts)}: the start's value and rate built in, u = u0 + "
+                       "(t - t0) v0 + (t - t0)^2 N (a second-order evolution's start, a weak "
+                       "loss term when soft)")
+        out.append(Choice("hard", hard + starts, "; ".join(why)))
     if soft:
         out.append(Choice("soft", [n for names, _ in soft for n in names],
                           "; ".join(f"{', '.join(names)}: {why}" for names, why in soft)))
@@ -218,6 +239,54 @@ def _why_not_hard(problem, name, c) -> str | None:
         network.check_hard(replace(problem, conditions={**problem.conditions, name: c}))
     except ValueError as exc:
         return str(exc).removeprefix(f"conditions.{name}: ")
+    return None
+
+
+def _why_not_hard_start(problem, name, c, n: int = 256) -> str | None:
+    """Why the initial condition ``c`` (value and rate) cannot be built in (None: it can):
+    its values use the fields, another start of its field is built in, or its value or rate
+    differs, where the boundary meets the start, from a built-in Dirichlet value of the
+    same field (built in together, the boundary value would not hold there)."""
+    from pinn.points import ProblemPoints
+
+    for _, v in (*c.values, *c.rates):
+        if calculus.fields_of(v):
+            return "its value uses the fields"
+    mine = {f for f, _ in c.values}
+    for other, o in problem.conditions.items():
+        if other != name and isinstance(o, C.Initial) and o.hard and mine & {
+                f for f, _ in o.values}:
+            return f"{other} builds in a start of the same field"
+    rates, values = dict(c.rates), dict(c.values)
+    ti = problem.time_index
+    pts = ProblemPoints(problem)
+    x0 = pts.initial(jax.random.PRNGKey(0), n)
+    size = {f: float(np.max(np.abs(np.asarray(network.value_fn(problem, v)(x0)))))
+            for f, v in c.values}  # the gap is measured against the start's own size
+    for k, (other, o) in enumerate(problem.conditions.items()):
+        if not (isinstance(o, C.Dirichlet) and o.hard and isinstance(o.on, (str, tuple))):
+            continue
+        x, _ = pts.boundary(jax.random.PRNGKey(k), n, o.on)
+        x = jnp.asarray(x).at[:, ti].set(problem.time.t0)
+        tangent = jnp.zeros_like(x).at[:, ti].set(1.0)
+        for f, g in o.values:
+            if f not in mine:
+                continue
+            pairs = [(network.value_fn(problem, values[f])(x),
+                      network.value_fn(problem, g)(x), "value")]
+            if f in rates:
+                gt = jax.jvp(network.value_fn(problem, g), (x,), (tangent,))[1]
+                span = float(problem.time.t1 - problem.time.t0)
+                pairs.append((span * network.value_fn(problem, rates[f])(x), span * gt,
+                              "rate"))
+            for a, b, what in pairs:
+                a, b = (np.broadcast_to(np.asarray(v, np.float64), (len(x),)) for v in (a, b))
+                gap = np.abs(a - b)
+                scale = max(size[f], float(np.max(np.abs(b))), 1e-30)
+                if not np.all(np.isfinite(gap)) or float(gap.max()) > 1e-4 * scale:
+                    return (f"its {what} of {f.name} differs from {other}'s built-in boundary "
+                            f"value where they meet (by up to {float(np.nanmax(gap)):.3g}): "
+                            "built in together, the boundary value would not hold there")
     return None
 
 

@@ -469,3 +469,67 @@ def test_no_balance_where_the_problem_is_forward_the_weight_given_or_turned_off(
     # a learnable parameter makes it inverse too
     assert balanced(fields="[u]", pde="-k*laplacian(u) - 100*sin(pi*x)",
                     extra="params: {k: {value: 1.0, learnable: true}}\n") != []
+
+
+WAVE = """\
+coords: [x, t]
+fields: [u]
+domain: {{interval: [0, 1], time: [0, 2]}}
+equations: {{wave: "u_tt - 4*u_xx"}}
+conditions:
+  ends: {{dirichlet: {{u: "{g}"}}, on: boundary}}
+  start: {{initial: {{u: "{u0}"}}{rate}}}
+"""
+
+
+def test_a_second_order_start_is_built_in_with_its_value_and_rate(tmp_path):
+    """A start with a rate (the wave equation's) and boundary values that agree with it
+    where they meet: the plan builds both in, and whatever the network gives, the output
+    at t = 0 equals u0 and its time derivative v0 to 1e-12, and the ends hold at all times."""
+    u0, v0 = "sin(pi*x) + x", "3*sin(2*pi*x) + 0.5"
+    text = WAVE.format(g="x + 0.5*t", u0=u0, rate=f", rate: {{u: \"{v0}\"}}")
+    plan = make_plan(_load(tmp_path, text).problem)
+    hard = {c.what: c for c in plan.choices}["hard"]
+    assert hard.value == ["ends", "start"] and "rate built in" in hard.why
+    with jax.enable_x64(True):
+        p = plan.problem
+        apply = hard_transforms(p, lambda params, z: _stand_in(params, z))
+        params = jnp.array([1.7, -2.3], jnp.float64)
+        xs = jnp.linspace(0.0, 1.0, 41, dtype=jnp.float64)
+        z0 = jnp.stack([xs, jnp.zeros_like(xs)], 1)
+        u = apply(params, z0)[:, 0]
+        ut = jax.jvp(lambda z: apply(params, z)[:, 0], (z0,),
+                     (jnp.zeros_like(z0).at[:, 1].set(1.0),))[1]
+        np.testing.assert_allclose(u, np.sin(np.pi * xs) + xs, atol=1e-12)
+        np.testing.assert_allclose(ut, 3 * np.sin(2 * np.pi * xs) + 0.5, atol=1e-12)
+        ts = jnp.linspace(0.0, 2.0, 9, dtype=jnp.float64)
+        for x in (0.0, 1.0):
+            z = jnp.stack([jnp.full_like(ts, x), ts], 1)
+            np.testing.assert_allclose(apply(params, z)[:, 0], x + 0.5 * ts, atol=1e-12)
+
+
+def test_a_start_that_disagrees_with_the_ends_a_first_order_start_or_the_users_stay_soft(
+        tmp_path):
+    # the value at the ends is 1 where the boundary value is 0: built in together, the
+    # boundary value would not hold at the corners
+    text = WAVE.format(g="0", u0="1 + sin(pi*x)", rate=", rate: {u: 0}")
+    plan = make_plan(_load(tmp_path, text).problem)
+    soft = {c.what: c for c in plan.choices}["soft"]
+    assert soft.value == ["start"] and "differs from ends" in soft.why
+    assert plan.problem.conditions["start"].hard is False
+    assert plan.problem.conditions["ends"].hard is True
+    # the rate disagrees (the ends move at speed 1, the start is still)
+    text = WAVE.format(g="t", u0="0", rate=", rate: {u: 0}")
+    soft = {c.what: c for c in make_plan(_load(tmp_path, text).problem).choices}["soft"]
+    assert "its rate of u differs" in soft.why
+    # a first-order start: a loss term, said nowhere (nothing was weighed)
+    text = WAVE.format(g="0", u0="sin(pi*x)", rate="")
+    plan = make_plan(_load(tmp_path, text).problem)
+    assert plan.problem.conditions["start"].hard is False
+    assert {c.what: c for c in plan.choices}["hard"].value == ["ends"]
+    # the user's own word, and planning turned off
+    text = WAVE.format(g="0", u0="sin(pi*x)", rate=", rate: {u: 0}, hard: false")
+    assert make_plan(_load(tmp_path, text).problem).problem.conditions["start"].hard is False
+    text = WAVE.format(g="0", u0="sin(pi*x)", rate=", rate: {u: 0}")
+    off = make_plan(_load(tmp_path, text).problem, planning=Planning(hard=False))
+    assert off.problem.conditions["start"].hard is False

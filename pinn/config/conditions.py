@@ -93,7 +93,8 @@ def _initial(ctx, c, path, domain):
                                                   over=ctx.coords[:-1])
     values = {f: values[f] for f in (ctx.field(n, path + ("initial", n)) for n in c.initial)}
     rates = _values(ctx, c.rate, path + ("rate",), "initial rate") if c.rate else None
-    return C.Initial(values, rate=rates, weight=c.weight, hard=bool(c.hard))
+    return C.Initial(values, rate=rates, weight=c.weight,
+                     hard=None if c.hard is None else bool(c.hard))
 
 
 def _constraint(ctx, c, path, domain):
