@@ -67,6 +67,12 @@ FOURIER_FEATURES = 64
 HORIZON_PER_WINDOW = 4 * np.pi
 #: The most windows the plan marches in (each trains the whole recipe).
 MAX_WINDOWS = 10
+#: The longest horizon (radians, :mod:`pinn.scales`) over which the plan builds a
+#: second-order start in: ten periods. The built-in start multiplies the network by
+#: ``((t - t0)/span)^2``, which over n periods holds it down to 1/n^2 of its reach in the
+#: first one. Measured (PINNacle, user files, 600 s): Wave1d-C (horizon 17) 0.448 -> 3.0e-6,
+#: Wave2d-CG (19) 0.689 -> 0.714, Wave2d-MS (314, fifty periods) 0.180 -> 1.58.
+HARD_START_HORIZON = 20 * np.pi
 
 
 @dataclass(frozen=True)
@@ -248,10 +254,16 @@ def _why_not_hard_start(problem, name, c, n: int = 256) -> str | None:
     differs, where the boundary meets the start, from a built-in Dirichlet value of the
     same field (built in together, the boundary value would not hold there)."""
     from pinn.points import ProblemPoints
+    from pinn.scales import problem_scales
 
     for _, v in (*c.values, *c.rates):
         if calculus.fields_of(v):
             return "its value uses the fields"
+    s = problem_scales(problem)
+    if s.horizon is not None and s.horizon > HARD_START_HORIZON:
+        return (f"a horizon of {s.horizon / (2 * np.pi):.3g} periods ({s.rate_from}): built "
+                "in, the start's factor ((t - t0)/span)^2 would hold the network down over "
+                "the first ones")
     mine = {f for f, _ in c.values}
     for other, o in problem.conditions.items():
         if other != name and isinstance(o, C.Initial) and o.hard and mine & {

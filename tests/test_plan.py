@@ -474,7 +474,7 @@ def test_no_balance_where_the_problem_is_forward_the_weight_given_or_turned_off(
 WAVE = """\
 coords: [x, t]
 fields: [u]
-domain: {{interval: [0, 1], time: [0, 2]}}
+domain: {{interval: [0, 1], time: [0, {t1}]}}
 equations: {{wave: "u_tt - 4*u_xx"}}
 conditions:
   ends: {{dirichlet: {{u: "{g}"}}, on: boundary}}
@@ -487,7 +487,7 @@ def test_a_second_order_start_is_built_in_with_its_value_and_rate(tmp_path):
     where they meet: the plan builds both in, and whatever the network gives, the output
     at t = 0 equals u0 and its time derivative v0 to 1e-12, and the ends hold at all times."""
     u0, v0 = "sin(pi*x) + x", "3*sin(2*pi*x) + 0.5"
-    text = WAVE.format(g="x + 0.5*t", u0=u0, rate=f", rate: {{u: \"{v0}\"}}")
+    text = WAVE.format(t1=2, g="x + 0.5*t", u0=u0, rate=f", rate: {{u: \"{v0}\"}}")
     plan = make_plan(_load(tmp_path, text).problem)
     hard = {c.what: c for c in plan.choices}["hard"]
     assert hard.value == ["ends", "start"] and "rate built in" in hard.why
@@ -512,24 +512,30 @@ def test_a_start_that_disagrees_with_the_ends_a_first_order_start_or_the_users_s
         tmp_path):
     # the value at the ends is 1 where the boundary value is 0: built in together, the
     # boundary value would not hold at the corners
-    text = WAVE.format(g="0", u0="1 + sin(pi*x)", rate=", rate: {u: 0}")
+    text = WAVE.format(t1=2, g="0", u0="1 + sin(pi*x)", rate=", rate: {u: 0}")
     plan = make_plan(_load(tmp_path, text).problem)
     soft = {c.what: c for c in plan.choices}["soft"]
     assert soft.value == ["start"] and "differs from ends" in soft.why
     assert plan.problem.conditions["start"].hard is False
     assert plan.problem.conditions["ends"].hard is True
     # the rate disagrees (the ends move at speed 1, the start is still)
-    text = WAVE.format(g="t", u0="0", rate=", rate: {u: 0}")
+    text = WAVE.format(t1=2, g="t", u0="0", rate=", rate: {u: 0}")
     soft = {c.what: c for c in make_plan(_load(tmp_path, text).problem).choices}["soft"]
     assert "its rate of u differs" in soft.why
     # a first-order start: a loss term, said nowhere (nothing was weighed)
-    text = WAVE.format(g="0", u0="sin(pi*x)", rate="")
+    text = WAVE.format(t1=2, g="0", u0="sin(pi*x)", rate="")
     plan = make_plan(_load(tmp_path, text).problem)
     assert plan.problem.conditions["start"].hard is False
     assert {c.what: c for c in plan.choices}["hard"].value == ["ends"]
     # the user's own word, and planning turned off
-    text = WAVE.format(g="0", u0="sin(pi*x)", rate=", rate: {u: 0}, hard: false")
+    text = WAVE.format(t1=2, g="0", u0="sin(pi*x)", rate=", rate: {u: 0}, hard: false")
     assert make_plan(_load(tmp_path, text).problem).problem.conditions["start"].hard is False
-    text = WAVE.format(g="0", u0="sin(pi*x)", rate=", rate: {u: 0}")
+    text = WAVE.format(t1=2, g="0", u0="sin(pi*x)", rate=", rate: {u: 0}")
     off = make_plan(_load(tmp_path, text).problem, planning=Planning(hard=False))
     assert off.problem.conditions["start"].hard is False
+    # fifty periods (c k = 2 pi, t in [0, 50]): the start's factor would hold the network
+    # down over the first ones
+    text = WAVE.format(t1=50, g="0", u0="sin(pi*x)", rate=", rate: {u: 0}")
+    plan = make_plan(_load(tmp_path, text).problem)
+    soft = {c.what: c for c in plan.choices}["soft"]
+    assert plan.problem.conditions["start"].hard is False and "50 periods" in soft.why
