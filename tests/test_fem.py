@@ -339,3 +339,24 @@ def test_fem_reference_is_cached_and_serves_as_problem_reference(tmp_path, monke
     e_ref = sol.errors()["rel_l2"]["u"]
     e_exact = sol.errors(exact=problem.exact)["rel_l2"]["u"]
     assert abs(e_ref - e_exact) < 0.1 * e_exact
+
+
+def test_a_jumping_second_order_coefficient_is_solved_in_divergence_form_and_said_so():
+    """a u'' + 1 = 0 on [0, 1], a = 1 left of 1/2 and 4 right of it, u = 0 at both ends: the
+    FEM solves (a u')' + 1 = 0 (the flux a u' = C - x continuous, C = 0.35, so u(1/2) =
+    0.05; the pointwise form, u'' = -1/a with u' continuous, has u(1/2) = 0.078125), and
+    warns that the two forms differ at the jump; a smooth coefficient does not warn."""
+    a = pinn.where(x < 0.5, 1.0, 4.0)
+    problem = pinn.Problem(pinn.Interval(0, 1), {"pde": a * pinn.D(u, x, 2) + 1},
+                           {"ends": pinn.Dirichlet(u, 0)}, name="jump")
+    with pytest.warns(RuntimeWarning, match="coefficient of u's second derivatives jumps"):
+        sol = fem.solve(problem, cells=64, element="P2")
+    mid = sol.evaluate(np.array([[0.5], [0.25]]))["u"]
+    # u' = (C - x)/a on each side: u(1/4) = 0.35/4 - 1/32
+    np.testing.assert_allclose(mid, [0.05, 0.35 / 4 - 1 / 32], atol=1e-6)
+    smooth = pinn.Problem(pinn.Interval(0, 1), {"pde": (1 + x) * pinn.D(u, x, 2) + 1},
+                          {"ends": pinn.Dirichlet(u, 0)}, name="smooth")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fem.solve(smooth, cells=8, element="P2")

@@ -310,6 +310,7 @@ def _second_order_parts(problem, n: str, e: E.Expr):
     coeffs: dict[E.Field, list[list[E.Expr]]] = {}
     masses: dict[E.Field, E.Expr] = {}
     inertias: dict[E.Field, E.Expr] = {}
+    jumpy: dict[E.Field, E.Expr] = {}
     for (g, wrt), c in S.jacobian(e, problem.fields, spatial, problem.coords).items():
         if tcoord is not None and wrt in ((tcoord,), (tcoord, tcoord)):
             bad = S.field_atoms(c)
@@ -331,6 +332,8 @@ def _second_order_parts(problem, n: str, e: E.Expr):
                     "baseline handles equations linear in the second and time derivatives"
                 )
             i, j = spatial.index(wrt[0]), spatial.index(wrt[1])
+            if i == j and _jumps(c, spatial):
+                jumpy.setdefault(g, c)
             mat = coeffs.setdefault(g, [[E.Number(0)] * d for _ in range(d)])
             if i == j:
                 mat[i][i] = c
@@ -338,7 +341,33 @@ def _second_order_parts(problem, n: str, e: E.Expr):
                 half = calculus.div(c, E.Number(2))
                 mat[i][j] = half
                 mat[j][i] = half
+    for g, c in jumpy.items():
+        warnings.warn(
+            f"{problem.name}, equation {n!r}: the coefficient of {g.name}'s second derivatives "
+            f"jumps in space ({_short(c)} is piecewise or a nearest-node table): the FEM "
+            "baseline "
+            "solves the divergence form, its flux (coefficient times normal derivative) "
+            "continuous across the jumps, where a network of the pointwise equation keeps the "
+            "normal derivative itself continuous: at the jumps the two solve different "
+            "problems", RuntimeWarning, stacklevel=2)
     return coeffs, masses, inertias
+
+
+def _short(c: E.Expr, n: int = 60) -> str:
+    text = str(c)
+    return text if len(text) <= n else text[:n] + " ..."
+
+
+def _jumps(c: E.Expr, spatial) -> bool:
+    """Whether the coefficient ``c`` may jump in space: a comparison of the coordinates
+    (``where``, ``piecewise``, ``cells``) or a nearest-node table inside it."""
+    for node in calculus.walk(c):
+        if isinstance(node, E.Compare) and any(isinstance(a, E.Coord) and a in spatial
+                                               for a in calculus.walk(node)):
+            return True
+        if isinstance(node, E.Tabulated) and getattr(node.table, "method", "") == "nearest":
+            return True
+    return False
 
 
 def _check_classes(problem, names, diffused_in, masses, inertias) -> None:
