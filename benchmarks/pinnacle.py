@@ -151,8 +151,10 @@ WHY_MISSED = {
                  "default",
     "ns2d_lt": "a long horizon; every PINNacle method fails too; marching is off by default",
     "wave2d_ms": "its result hangs on rounding: three SSBroyden updates that differ only "
-                 "in rounding ended the same file at 0.258, 3.89 and 0.180 (this row), at "
-                 "commits 36601ce, 65143d9 and 9cd35fd: its 0.2 is a draw, not a margin; "
+                 "in rounding ended the same file at 0.258, 3.89 and 0.180, at commits "
+                 "36601ce, 65143d9 and 9cd35fd (an AMD EPYC), and 2c4419b (9cd35fd's "
+                 "update) at 0.173 on an Intel Xeon (this row): its 0.2 is a draw, not a "
+                 "margin; "
                  "with its start built in (value and rate) it ended at 1.58 (fd53d8a): over "
                  "fifty periods the plan keeps that start soft",
     "gs": "the same file ended at 7.46e-2 (65143d9, 5600 steps) and 8.33e-2 (3421031, 9200 "
