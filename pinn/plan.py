@@ -250,9 +250,10 @@ def _why_not_hard(problem, name, c) -> str | None:
 
 def _why_not_hard_start(problem, name, c, n: int = 256) -> str | None:
     """Why the initial condition ``c`` (value and rate) cannot be built in (None: it can):
-    its values use the fields, another start of its field is built in, or its value or rate
-    differs, where the boundary meets the start, from a built-in Dirichlet value of the
-    same field (built in together, the boundary value would not hold there)."""
+    its values use the fields, the horizon is longer than :data:`HARD_START_HORIZON`,
+    another start of its field is built in, or its value or rate differs, where the
+    boundary meets the start, from a built-in Dirichlet value of the same field (built in
+    together, the boundary value would not hold there)."""
     from pinn.points import ProblemPoints
     from pinn.scales import problem_scales
 
@@ -270,7 +271,7 @@ def _why_not_hard_start(problem, name, c, n: int = 256) -> str | None:
                 f for f, _ in o.values}:
             return f"{other} builds in a start of the same field"
     rates, values = dict(c.rates), dict(c.values)
-    ti = problem.time_index
+    ti, span = problem.time_index, float(problem.time.t1 - problem.time.t0)
     pts = ProblemPoints(problem)
     x0 = pts.initial(jax.random.PRNGKey(0), n)
     size = {f: float(np.max(np.abs(np.asarray(network.value_fn(problem, v)(x0)))))
@@ -284,11 +285,10 @@ def _why_not_hard_start(problem, name, c, n: int = 256) -> str | None:
         for f, g in o.values:
             if f not in mine:
                 continue
-            pairs = [(network.value_fn(problem, values[f])(x),
-                      network.value_fn(problem, g)(x), "value")]
+            boundary = network.value_fn(problem, g)
+            pairs = [(network.value_fn(problem, values[f])(x), boundary(x), "value")]
             if f in rates:
-                gt = jax.jvp(network.value_fn(problem, g), (x,), (tangent,))[1]
-                span = float(problem.time.t1 - problem.time.t0)
+                gt = jax.jvp(boundary, (x,), (tangent,))[1]
                 pairs.append((span * network.value_fn(problem, rates[f])(x), span * gt,
                               "rate"))
             for a, b, what in pairs:

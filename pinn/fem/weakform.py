@@ -345,11 +345,10 @@ def _second_order_parts(problem, n: str, e: E.Expr):
         warnings.warn(
             f"{problem.name}, equation {n!r}: the coefficient of {g.name}'s second derivatives "
             f"jumps in space ({_short(c)} is piecewise or a nearest-node table): the FEM "
-            "baseline "
-            "solves the divergence form, its flux (coefficient times normal derivative) "
-            "continuous across the jumps, where a network of the pointwise equation keeps the "
-            "normal derivative itself continuous: at the jumps the two solve different "
-            "problems", RuntimeWarning, stacklevel=2)
+            "baseline solves the divergence form, its flux (coefficient times normal "
+            "derivative) continuous across the jumps, where a network of the pointwise "
+            "equation keeps the normal derivative itself continuous: at the jumps the two "
+            "solve different problems", RuntimeWarning, stacklevel=2)
     return coeffs, masses, inertias
 
 
