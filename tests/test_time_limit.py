@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import pytest
 
 from pinn import config
-from pinn.train import Adam, Points, Stage, Stop, Training, run
+from pinn.train import Adam, Points, SSBroyden, Stage, Stop, Training, run
 
 X = jnp.linspace(-1, 1, 32)
 
@@ -83,3 +83,32 @@ def test_the_file_and_the_command_line_set_the_limit(tmp_path):
     assert config.load(str(f)).training().time_limit is None
     with pytest.raises(config.ConfigError, match="time_limit"):
         config.load(str(f), ["training.time_limit=0"])
+
+
+def _rosenbrock(p, batch):
+    x = p["x"]
+    return {"fit": jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+            + 0.0 * jnp.sum(batch)}
+
+
+def test_a_mixed_stage_still_in_float32_at_its_planned_end_goes_on():
+    """A "mixed" quasi-Newton stage is not judged while in float32 (its floor sends it on
+    in float64), but one that has not met that floor by its planned end is judged there as
+    any stage: still improving under a time limit, it goes on."""
+    x0 = jnp.tile(jnp.asarray([-1.2, 1.0]), 5)  # the extended Rosenbrock's classical start
+
+    def train(**kw):
+        training = Training([Stage(SSBroyden(), 15, precision="mixed")],
+                            points=Points(resample_every=None), chunk=5, eval_every=None,
+                            checkpoint_every=None, stop=STOP, **kw)
+        return run(_rosenbrock, {"x": x0}, training, sample_fn=lambda k, p: X,
+                   key=jax.random.key(0), progress=False)
+
+    plain = train()
+    assert plain.step == 15 and "extended_by" not in plain.stages[0]
+    first = float(plain.history[-1]["loss"])
+    assert first > 1.0  # 15 steps from the classical start: far from the minimum (0)
+    res = train(time_limit=600)
+    (stage,) = res.stages
+    assert stage["extended_by"] >= 100 and res.step > 15
+    assert float(res.history[-1]["loss"]) < 1e-3 * first

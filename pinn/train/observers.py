@@ -523,8 +523,10 @@ class StopWhenDone(Observer):
         info, i = event.info, event.stage
         if event.kind != "chunk" or event.step > info.ends[i]:
             return
-        if info.stages[i].precision == "mixed" and i not in info.escalated:
-            return  # float32 at first: its floor is met by the switch to float64
+        if (info.stages[i].precision == "mixed" and i not in info.escalated
+                and event.step < info.planned_end(i)):
+            return  # float32 at first: its floor is met by the switch to float64; a stage
+            # that never met it is judged at its planned end (extended if still improving)
         why = self._done(info, i, event.step, loss)
         extended = info.ends[i] > info.planned_end(i)
         if why is not None and (event.step < info.ends[i] or extended):

@@ -111,7 +111,9 @@ class Stop:
     - ``improvement``, ``patience``: a plateau once the lowest loss of the last ``patience``
       steps (at least ``patience_fraction`` of the stage) is not ``improvement`` (relative)
       below the lowest before them; ``None``: never. A ``"mixed"`` stage still in float32
-      is not judged (its stall at float32's floor sends it on in float64).
+      is not judged before its planned end (its stall at float32's floor sends it on in
+      float64); at that end it is, as any stage: a last stage still improving under a time
+      limit goes on, in float32 until it stalls.
     """
 
     residual: float | None = 1e-8
