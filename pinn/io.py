@@ -18,11 +18,13 @@ fault test can kill a process in the middle of a write (tests/test_faults.py).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
 import os
 import re
+import stat
 import time
 import uuid
 import zipfile
@@ -83,10 +85,34 @@ def _test_slow_write() -> None:
         time.sleep(float(delay))
 
 
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def refuse_special(path: str | os.PathLike) -> None:
+    """Raise ``OSError`` (``EEXIST``, naming ``path``) when ``path`` exists and is a FIFO, a
+    device, a socket or a folder: writing a file there would replace it (or block)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return  # a link is replaced by the new file, never written through
+    raise OSError(errno.EEXIST, f"{_kind(mode)} is there, not a regular file; nothing was "
+                  "written", str(path))
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "wb") -> Path:
-    """Call ``write(fh)`` on a temporary file beside ``path``, then rename it to ``path``."""
+    """Call ``write(fh)`` on a temporary file beside ``path``, then rename it to ``path``
+    (never onto a FIFO, a device or a socket: :func:`refuse_special`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_special(path)
     tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         # a new file (never through a link planted under the name), mode 0o666 less umask
@@ -209,13 +235,20 @@ def _holder(path: Path) -> str:
     return text if text.isdigit() else "?"
 
 
+#: The run folders this process holds locked (their real paths), with how many holders:
+#: a writer inside a command that holds its folder (``pinn solve`` then the Python API's
+#: ``out_dir``) takes the same lock again instead of refusing itself.
+_HELD: dict[str, list] = {}
+
+
 class RunLock:
     """The lock of a run folder, held until :meth:`release` (or the end of the process:
     the operating system drops it, also after a crash or a kill). ``created``: the folder
-    did not exist before (an error before anything else is written may remove it)."""
+    did not exist before (an error before anything else is written may remove it). Taken
+    again in the process that holds it, it is shared: the last release drops it."""
 
-    def __init__(self, folder: Path, fd: int | None, created: bool) -> None:
-        self.folder, self._fd, self.created = folder, fd, created
+    def __init__(self, folder: Path, fd: int | None, created: bool, key: str = "") -> None:
+        self.folder, self._fd, self.created, self._key = folder, fd, created, key
 
     @property
     def held(self) -> bool:
@@ -224,9 +257,16 @@ class RunLock:
     def release(self) -> None:
         """Drop the lock (closing its file drops the ``flock``); the lock file stays, so
         that a process waiting on it never locks a file that is being removed."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        entry = _HELD.get(self._key)
+        if entry is not None and entry[0] == fd:
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del _HELD[self._key]
+        os.close(fd)
 
     def __enter__(self) -> RunLock:
         return self
@@ -242,15 +282,28 @@ def lock_run_folder(folder: str | os.PathLike) -> RunLock:
     folder = Path(folder)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
+    key = os.path.realpath(folder)
+    if key in _HELD:  # this process holds it (a command, then the API inside it)
+        _HELD[key][1] += 1
+        return RunLock(folder, _HELD[key][0], created, key)
     lock = folder / LOCK_FILE
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        mode = os.lstat(lock).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):  # a planted link or FIFO: never opened
+        raise OSError(errno.EEXIST, f"the lock file is {_kind(mode)}, not a regular file; "
+                      "remove it (a run folder's lock is a plain file)", str(lock))
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_BINARY", 0), 0o666)
     if not _try_lock(fd):
         os.close(fd)
         raise _in_use(folder, _holder(lock))
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     remove_stale_temporaries(folder)
-    return RunLock(folder, fd, created)
+    _HELD[key] = [fd, 1]
+    return RunLock(folder, fd, created, key)
 
 
 def _in_use(folder: Path, pid: str) -> FolderInUse:
@@ -272,8 +325,9 @@ def folder_in_use(folder: str | os.PathLike) -> str | None:
     if not lock.is_file():
         return None
     try:
-        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    except OSError:
+        fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError:  # (a link is nobody's lock: lock_run_folder refuses it)
         return None
     try:
         if _try_lock(fd):

@@ -130,6 +130,7 @@ class Run:
     observers: Sequence[Any] = ()
     metrics: dict = field(default_factory=dict)
     plan: Plan | None = None
+    overwrite: bool = False
 
     def loop_arguments(self) -> dict:
         """The keyword arguments of :func:`pinn.train.run` for this run (after the terms,
@@ -158,8 +159,39 @@ class Run:
         whose loss stays non-finite later (the NaN guard gave up) ends with its last good
         parameters, like a run whose loss rose: ``metrics["converged"]`` is false,
         ``metrics["divergence"]`` says why, and a ``RuntimeWarning`` says so."""
-        if self.training.windows > 1:  # time marching: window after window
-            return train_windows(self, **loop_overrides)
+        lock = self._take_folder()
+        try:
+            if self.training.windows > 1:  # time marching: window after window
+                return train_windows(self, **loop_overrides)
+            return self._train(**loop_overrides)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _take_folder(self):
+        """Lock ``out_dir`` for this process (shared with a command of this process that
+        holds it) and refuse a finished run in it unless resuming or ``overwrite``; ``None``
+        where nothing is written here."""
+        if self.out_dir is None or not is_main():
+            return None
+        from pinn import io
+
+        lock = io.lock_run_folder(self.out_dir)
+        done = [n for n in ("params.npz", "metrics.json", "solution.json", "checkpoints",
+                            "windows")
+                if (self.out_dir / n).exists()]
+        if done and not self.resume and not self.overwrite:
+            lock.release()
+            raise ValueError(f"{self.out_dir} holds a run ({done[0]}); pass resume=True to "
+                             "continue it, overwrite=True to replace it, or another out_dir")
+        if done and self.overwrite and not self.resume:
+            import shutil
+
+            for old in ("checkpoints", "windows"):  # a new run's, never resumed from these
+                shutil.rmtree(self.out_dir / old, ignore_errors=True)
+        return lock
+
+    def _train(self, **loop_overrides) -> Solution:
         t0 = time.perf_counter()
         gave_up = None
         precisions = self.training.stage_precisions(self.precision)
@@ -320,7 +352,7 @@ def setup(problem, model=None, training: Training | None = None, *,
           out_dir: str | os.PathLike | None = None, resume: bool = False,
           progress: bool = True, resolution=None, snapshots: int = 4,
           observers: Sequence[Any] = (), metrics: dict | None = None,
-          plan: Planning | bool | None = None) -> Run:
+          plan: Planning | bool | None = None, overwrite: bool = False) -> Run:
     """Set up a PINN run of ``problem``: the network, the loss, the weights, the keys.
 
     ``model``: a network spec (default ``pinn.MLP(width=30, depth=3)``, the size the
@@ -331,7 +363,9 @@ def setup(problem, model=None, training: Training | None = None, *,
     quasi-Newton ones ``"mixed"``: float32 until the line search stalls at float32's
     rounding floor, then float64, the state converted once; Gauss-Newton in float64);
     ``out_dir``: the run folder (history, checkpoints, then solution, metrics, plots,
-    report; None: nothing is written); ``resume``: continue from its last checkpoint;
+    report; None: nothing is written; locked while the run trains, and a folder holding a
+    run is refused unless ``resume`` or ``overwrite``); ``resume``: continue from its last
+    checkpoint; ``overwrite``: replace the run in ``out_dir`` (its checkpoints removed);
     ``resolution``: the evaluation grid's nodes per axis (None: the default grid);
     ``snapshots``: time snapshots in the plots of an evolution problem;
     ``observers``: extra training observers (:mod:`pinn.train.observers`);
@@ -363,7 +397,7 @@ def setup(problem, model=None, training: Training | None = None, *,
                    evaluate=_evaluator(problem, asm.apply, dtype),
                    out_dir=None if out_dir is None else Path(out_dir), resume=resume,
                    progress=progress, resolution=resolution, snapshots=snapshots,
-                   observers=tuple(observers),
+                   observers=tuple(observers), overwrite=bool(overwrite),
                    metrics={**({"plan": planned.to_data()["choices"]} if planned.choices
                                else {}), **(metrics or {})}, plan=planned)
 

@@ -14,6 +14,7 @@ the end) is marked slow.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -483,4 +484,4 @@ def test_a_run_the_nan_guard_gave_up_on_keeps_its_last_good_state(tmp_path, monk
         "non-finite at the initial parameters", step=0, stage=0, failures=[],
         params=None, history=[])))
     with pytest.raises(TrainingDiverged, match="initial parameters"):
-        run.train()
+        dataclasses.replace(run, overwrite=True).train()  # the folder holds the first run

@@ -232,6 +232,16 @@ def _errors_line(m: dict) -> str:
     return (f"; relative L2: {errs}" if errs else "") + at
 
 
+def _lock_run(run_dir: Path):
+    """The lock of a finished run folder that a command writes into (``None`` where
+    ``run_dir`` holds no run: loading it says so, and nothing is created there)."""
+    from pinn import io
+
+    if not (run_dir / "solution.json").is_file():
+        return None
+    return _user(io.lock_run_folder, run_dir)
+
+
 def _load_run(run_dir: Path):
     from pinn.solution import Solution
 

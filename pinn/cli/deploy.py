@@ -18,6 +18,7 @@ from pinn.cli import (
     _examples,
     _load,
     _load_run,
+    _lock_run,
     _out,
     _out_opt,
     _user,
@@ -58,6 +59,16 @@ def export_(
     named in the JSON sidecar written next to each file, with the units, the precision and
     the error measured against the model on the run's evaluation grid.
     """
+    # into the run's own export/ folder: not while a solve writes the run
+    lock = _lock_run(run_dir) if out is None else None
+    try:
+        return _export(run_dir, out, format_, outputs, dtype, params, quiet)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _export(run_dir, out, format_, outputs, dtype, params, quiet) -> int:
     from pinn import export as X
 
     sol = _load_run(run_dir)

@@ -31,6 +31,7 @@ from pinn.cli import (
     _examples,
     _load,
     _load_run,
+    _lock_run,
     _out,
     _out_opt,
     _overrides,
@@ -365,11 +366,16 @@ def plot(
                                                    "the run's evaluation.resolution).")] = None,
 ):
     """Redraw the plots, metrics and report of a finished run."""
-    sol = _load_run(run_dir)
-    ev = _run_config(run_dir).get("evaluation") or {}
-    if resolution is not None:
-        sol.rescore(resolution)
-    sol.save(run_dir, snapshots=ev.get("snapshots", 4))
+    lock = _lock_run(run_dir)  # not while a solve writes the run
+    try:
+        sol = _load_run(run_dir)
+        ev = _run_config(run_dir).get("evaluation") or {}
+        if resolution is not None:
+            sol.rescore(resolution)
+        sol.save(run_dir, snapshots=ev.get("snapshots", 4))
+    finally:
+        if lock is not None:
+            lock.release()
     m = json.loads((run_dir / "metrics.json").read_text())
     _out(f"wrote {len(m.get('plots', []))} plot(s) and {run_dir / 'report.md'}")
     return EXIT_OK

@@ -1,0 +1,136 @@
+"""One writer discipline (issue 30): never onto a FIFO or a device, never through a planted
+lock link, every writer of a run folder under its lock, a finished run never replaced
+without ``overwrite``."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pinn
+from pinn import io
+from pinn.cli import main
+
+ROD = textwrap.dedent("""\
+    name: rod
+    coords: [x]
+    fields: [u]
+    domain: {interval: [0, 1]}
+    equations: {pde: "u_xx + 1"}
+    conditions: {ends: {dirichlet: {u: 0}, on: boundary}}
+    exact: {u: "x*(1 - x)/2"}
+    training:
+      stages: [{adam: {lr: 1.0e-2}, steps: 20}]
+    """)
+
+
+def test_no_write_replaces_a_fifo(tmp_path):
+    fifo = tmp_path / "values.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError) as err:
+        io.write_values(fifo, np.zeros((2, 1)), ["x"], {"u": np.ones(2)})
+    assert err.value.errno == errno.EEXIST and err.value.filename == str(fifo)
+    assert "a FIFO is there" in err.value.strerror
+    assert fifo.is_fifo() and os.listdir(tmp_path) == ["values.csv"]  # no temporary left
+    link = tmp_path / "link.csv"  # a link is replaced, never written through
+    target = tmp_path / "target.csv"
+    target.write_text("keep")
+    link.symlink_to(target)
+    io.write_text(link, "new")
+    assert target.read_text() == "keep" and link.read_text() == "new" and not link.is_symlink()
+
+
+def test_a_planted_lock_link_is_refused_and_its_target_untouched(tmp_path, capsys):
+    problem = tmp_path / "rod.yaml"
+    problem.write_text(ROD)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    fresh, done = tmp_path / "fresh", tmp_path / "done"
+    fresh.mkdir()
+    assert main(["solve", str(problem), "--out", str(done), "--quiet"]) == 0
+    (done / io.LOCK_FILE).unlink()
+    for run in (fresh, done):
+        (run / io.LOCK_FILE).symlink_to(victim)
+    for args in (["solve", str(problem), "--out", str(fresh), "--quiet"],
+                 ["solve", "--resume", "--out", str(done), "--quiet"]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "the lock file is a symbolic link" in err, err
+    assert victim.read_text() == "precious"
+    with pytest.raises(OSError, match="symbolic link"):
+        io.lock_run_folder(fresh)
+
+
+def test_the_lock_is_shared_within_a_process_and_refused_across(tmp_path):
+    run = tmp_path / "run"
+    outer = io.lock_run_folder(run)
+    inner = io.lock_run_folder(run)  # a command, then the Python API inside it
+    inner.release()
+    assert io.folder_in_use(run) == str(os.getpid())  # the outer holder keeps it
+    probe = [sys.executable, "-c", "import sys; from pinn import io\ntry:\n"
+             f"    io.lock_run_folder({str(run)!r})\nexcept io.FolderInUse as e:\n"
+             "    print(e); sys.exit(3)"]
+    held = subprocess.run(probe, capture_output=True, text=True)
+    assert held.returncode == 3 and f"in use by process {os.getpid()}" in held.stdout
+    outer.release()
+    assert io.folder_in_use(run) is None
+    assert subprocess.run(probe, capture_output=True, text=True).returncode == 0
+
+
+def test_the_python_api_refuses_a_finished_run_and_a_held_folder(tmp_path):
+    problem = tmp_path / "rod.yaml"
+    problem.write_text(ROD)
+
+    def solve(out, **kw):
+        return pinn.config.load(str(problem)).setup(out_dir=out, progress=False, **kw).train()
+
+    run = tmp_path / "run"
+    first = solve(run)
+    params = (run / "params.npz").read_bytes()
+    with pytest.raises(ValueError, match="holds a run .*overwrite=True"):
+        solve(run)
+    assert (run / "params.npz").read_bytes() == params  # untouched
+    again = solve(run, overwrite=True)
+    assert again.metrics["steps_done"] == first.metrics["steps_done"] == 20
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from pinn import io; import time\nio.lock_run_folder("
+         f"{str(tmp_path / 'busy')!r}); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(io.FolderInUse, match=f"in use by process {holder.pid}"):
+            solve(tmp_path / "busy")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not (tmp_path / "busy" / "params.npz").exists()
+
+
+def test_plot_waits_for_no_solve_it_refuses_a_held_run(tmp_path, capsys):
+    problem = tmp_path / "rod.yaml"
+    problem.write_text(ROD)
+    run = tmp_path / "run"
+    assert main(["solve", str(problem), "--out", str(run), "--quiet"]) == 0
+    before = (run / "metrics.json").read_bytes()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from pinn import io; import time\nio.lock_run_folder("
+         f"{str(run)!r}); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["plot", str(run)]) == 2
+        assert f"in use by process {holder.pid}" in capsys.readouterr().err
+        assert main(["export", str(run), "--quiet"]) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (run / "metrics.json").read_bytes() == before and not (run / "export").exists()
+    assert main(["plot", str(run)]) == 0
+    assert not Path(run / "plots").is_symlink()
