@@ -309,3 +309,26 @@ def test_pinn_stage_in_float64_beats_adam_on_a_poisson_problem():
     print(f"rel. L2 after Adam: {adam:.3g}, after SSBroyden: {ssb:.3g}")
     # measured (seed 0): Adam ~1e-3, SSBroyden ~1e-6
     assert ssb < 1e-4 and ssb < adam / 50, (ssb, adam)
+
+
+def test_a_restart_flag_reads_h_as_the_identity_bit_for_bit():
+    """A restart only sets ``identity`` (SSBroyden.settle, a failed descent): the next
+    update reads H as the identity inside its own pass over H, and computes the same bits
+    as from an H rewritten to the identity, whatever H holds."""
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(5)
+        n = 12
+        tx = scale_by_self_scaled_broyden()
+        params = {"w": jnp.asarray(rng.normal(size=n))}
+        base = tx.init(params)._replace(
+            fresh=jnp.asarray(False), prev_params=jnp.asarray(rng.normal(size=n)),
+            prev_grad=jnp.asarray(rng.normal(size=n)),
+            prev_direction=jnp.asarray(rng.normal(size=n)))
+        g = {"w": jnp.asarray(rng.normal(size=n))}
+        garbage = jnp.asarray(rng.normal(size=(n, n)))
+        flagged = base._replace(inv_hessian=garbage, identity=jnp.asarray(True))
+        d1, s1 = tx.update(g, flagged, params)
+        d0, s0 = tx.update(g, base, params)  # H = eye, written
+        np.testing.assert_array_equal(d1["w"], d0["w"])
+        np.testing.assert_array_equal(s1.inv_hessian, s0.inv_hessian)
+        assert not bool(s1.identity) and not np.array_equal(s1.inv_hessian, np.eye(n))

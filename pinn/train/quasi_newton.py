@@ -44,6 +44,7 @@ from jax.flatten_util import ravel_pytree
 from pinn.data import register
 
 from .optim import Optimizer, check_int, check_positive
+from .steps import select, strong
 
 __all__ = ["LineSearch", "LineState", "LBFGS", "SSBroyden", "SSBFGS",
            "scale_by_self_scaled_broyden", "scale_by_lbfgs", "wolfe_search"]
@@ -61,6 +62,7 @@ class SelfScaledState(NamedTuple):
     count: jax.Array  # steps taken (int32)
     fresh: jax.Array  # True: the next pair is not a curvature pair (start, new batch)
     restarts: jax.Array  # times H restarted (int32)
+    identity: jax.Array  # True: H is read as the identity (a restart: H itself not rewritten)
 
 
 def _safe_div(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -147,7 +149,8 @@ def scale_by_self_scaled_broyden(method: Method = "ssbroyden") -> optax.Gradient
         return SelfScaledState(
             inv_hessian=jnp.eye(n, dtype=flat.dtype), prev_params=zeros, prev_grad=zeros,
             prev_direction=zeros, count=jnp.zeros((), jnp.int32),
-            fresh=jnp.asarray(True), restarts=jnp.zeros((), jnp.int32))
+            fresh=jnp.asarray(True), restarts=jnp.zeros((), jnp.int32),
+            identity=jnp.asarray(False))
 
     def update(updates, state, params=None):
         if params is None:
@@ -164,27 +167,29 @@ def scale_by_self_scaled_broyden(method: Method = "ssbroyden") -> optax.Gradient
         # The step is bound by reading and writing the n x n matrix, not by arithmetic:
         # H y (one pass), the new H (one read, one write: the update is elementwise in H,
         # fused with the choice between it, H and a restart) and its product with g (one
-        # pass). Forming H+ g from H g and the update's pieces would save a pass, but
-        # rounds differently, and a hard problem's run hangs on that rounding
-        # (PINNacle's Wave 2d-MS: 0.258 this way, 3.89 that way): this way computes the
-        # same numbers as the unfused update did.
-        Hy = H @ y
+        # pass); nothing else touches H. A restart (here where -H g is no descent, or
+        # SSBroyden.settle's after a stall) only sets ``identity``: the next update reads H
+        # as the identity inside its own pass (eye @ y is y exactly, so the numbers are
+        # those of an H rewritten to the identity). Forming H+ g from H g and the update's
+        # pieces would save another pass, but rounds differently, and a hard problem's run
+        # hangs on that rounding (PINNacle's Wave 2d-MS: 0.258 this way, 3.89 that way).
+        Hy = jnp.where(state.identity, y, H @ y)
         pieces, ok, ys = _pair(method, Hy, s, y, state.prev_grad, alpha, n)
         ok = ok & ~state.fresh  # a fresh step (start, new batch) has no pair
         yy = jnp.vdot(y, y)
         restart = jnp.where((ys > 0) & (yy > 0), ys / jnp.where(yy > 0, yy, 1.0), 1.0)
         diag = jnp.where(state.fresh, 1.0, restart).astype(H.dtype)
         eye = jnp.eye(n, dtype=H.dtype)
+        H = jnp.where(state.identity, eye, H)
         H1 = jnp.where(ok, _apply(H, Hy, s, pieces), jnp.where(state.fresh, H, diag * eye))
         d = -(H1 @ g)
         descent = (jnp.vdot(d, g) < 0) & jnp.all(jnp.isfinite(d))
         d = jnp.where(descent, d, -g)
-        H = jnp.where(descent, H1, eye)
         restarted = (~state.fresh & ~ok) | ~descent
         new_state = SelfScaledState(
-            inv_hessian=H, prev_params=x, prev_grad=g, prev_direction=d,
+            inv_hessian=H1, prev_params=x, prev_grad=g, prev_direction=d,
             count=state.count + 1, fresh=jnp.asarray(False),
-            restarts=state.restarts + restarted.astype(jnp.int32))
+            restarts=state.restarts + restarted.astype(jnp.int32), identity=~descent)
         return unravel(d), new_state
 
     return optax.GradientTransformation(init, update)
@@ -522,6 +527,13 @@ class LineSearch(Optimizer):
         gnorm = jnp.linalg.norm(jnp.where(fresh, g1, g0))
         return value, gnorm, unravel(x + step), moved, (memory, line), fresh
 
+    def settle(self, accept: jax.Array, restart: jax.Array, new: tuple, old: tuple,
+               params: Any, total_steps: int) -> tuple:
+        """The state after a step: ``new`` where the step is ``accept``-ed, else ``old``;
+        the state of :meth:`init` at ``params`` where the memory ``restart``-s."""
+        return select(restart, strong(self.init(params, total_steps)),
+                      select(accept, new, old))
+
     def value(self, state: tuple) -> jax.Array:
         """The loss at the current point (infinite: not known)."""
         return state[1].value
@@ -614,6 +626,26 @@ class SSBroyden(LineSearch):
                 f"Hessian ({n}² entries) is refused above max_params={self.max_params}: use "
                 "a smaller network or LBFGS for this stage.")
         return super().init(params, total_steps)
+
+    def settle(self, accept: jax.Array, restart: jax.Array, new: tuple, old: tuple,
+               params: Any, total_steps: int) -> tuple:
+        """As :meth:`LineSearch.settle`, without a pass over ``H``: the new ``H`` is kept
+        whatever the step's fate (a step that is not accepted ends the stage, or goes on
+        in float64 from the direction that stalled in float32), and a restart sets
+        ``identity`` instead of writing the identity matrix."""
+        (m1, l1), (m0, l0) = new, old
+        x = ravel_pytree(params)[0]
+        zeros = jnp.zeros_like(x)
+        kept = {f: select(accept, getattr(m1, f), getattr(m0, f))
+                for f in m1._fields if f != "inv_hessian"}
+        start = dict(prev_params=zeros, prev_grad=zeros, prev_direction=zeros,
+                     count=jnp.zeros_like(m1.count), fresh=jnp.asarray(True),
+                     restarts=jnp.zeros_like(m1.restarts), identity=jnp.asarray(True))
+        memory = m1._replace(**{f: select(restart, start[f], v) for f, v in kept.items()})
+        fresh_line = LineState(jnp.asarray(jnp.inf, l1.value.dtype), zeros,
+                               jnp.zeros_like(l1.step), jnp.zeros_like(l1.trials))
+        line = select(restart, fresh_line, select(accept, l1, l0))
+        return memory, line
 
 
 @register("optimizer")

@@ -157,7 +157,7 @@ def line_search_step(spec: Any, weighted: Callable) -> Callable:
         new = {
             **state,
             "params": select(accept, new_p, p),
-            "opt": select(restart, strong(opt.init(p, spec.steps)), select(accept, new_o, o)),
+            "opt": opt.settle(accept, restart, new_o, o, p, spec.steps),
             "step": state["step"] + 1,
             "status": status,
             "status_step": jnp.where(accept, state["status_step"], state["step"]),
