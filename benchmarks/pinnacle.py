@@ -162,6 +162,18 @@ WHY_MISSED = {
           "PINNacle's best (7.99e-2)",
     "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails too",
     "burgers2d_c": "scored against stand-in initial data (PINNacle's is not public)",
+    "heat2d_vc": "the error moves with each redraw of the points, between 5.7e-2 and 7.4e-2 "
+                 "over one run's last 2000 steps (0239866, evaluated every 500): this row ended at "
+                 "7.19e-2 where f6f9cb9's extension (its SSBroyden stage, still in float32, "
+                 "went on while it improved) took it from 5000 to 6200 steps; the previous "
+                 "row (3421031) stopped at 5000 with 5.74e-2. Neither capacity nor points "
+                 "alone is the limit: a 3 x 64 network (7x slower steps) ended at 5.38e-2 "
+                 "(4800 steps in 600 s; loss 7-15 against 40, but a gap between the batches), "
+                 "32768 interior points (4x) at 5.45e-2 (6050 steps, 564 s; loss ~40, no gap); "
+                 "both at once do not fit the budget",
+    "heat2d_cg": "17 holes whose Robin data start hot (u + du/dn = 5) against a cold start "
+                 "(u = 0): thin layers at the circles early on; going on past 5000 steps "
+                 "(f6f9cb9: 6200) changes nothing (9.00e-2, 9.02e-2)",
 }
 
 
