@@ -28,6 +28,7 @@ import stat
 import time
 import uuid
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,115 @@ __all__ = [
 
 #: Part of every temporary file's name (``.NAME.tmp-PID-HEX``): readers skip such files.
 TMP_MARK = ".tmp-"
+
+
+# ---------------------------------------------------------------------------
+# reading: every file the package reads is checked before it is opened
+
+#: The most a text file the package reads (a run folder's JSON, YAML, history; a points
+#: file) may hold; a larger one is refused before it is read.
+MAX_TEXT_BYTES = 256 * 2**20
+#: The most an ``.npz`` file's arrays may hold, uncompressed, together.
+MAX_NPZ_BYTES = 8 * 2**30
+
+
+class BadFile(ValueError):
+    """A file the package reads is not what it must be (its message: one line naming the
+    file, what is wrong and what to do)."""
+
+
+def regular_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path``, checked before anything opens it: a regular file (a link to one is
+    followed). A FIFO, a device, a socket or a folder is refused with :class:`BadFile` (it
+    would block or never end); a missing file raises ``FileNotFoundError``."""
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(p)) from None
+    except OSError as exc:
+        raise BadFile(f"{p}: cannot be read ({exc.strerror or exc}); check the path and its "
+                      "permissions") from None
+    if not stat.S_ISREG(mode):
+        raise BadFile(f"{p}: {_kind(mode)}, not a regular file; a {what} must be a regular "
+                      "file: put one there")
+    return p
+
+
+def read_text_file(path: str | os.PathLike, what: str = "file",
+                   limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of ``path`` (a leading byte-order mark dropped), checked by
+    :func:`regular_file` and at most ``limit`` bytes; :class:`BadFile` naming the fault."""
+    p = regular_file(path, what)
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise BadFile(f"{p}: cannot be read ({exc.strerror or exc}); check its "
+                      "permissions") from None
+    if len(data) > limit:
+        raise BadFile(f"{p}: more than {limit} bytes, too large for a {what}; give the "
+                      f"{what} it should be")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadFile(f"{p}: not UTF-8 text (byte {exc.start}); give the {what} as UTF-8 "
+                      "text") from None
+
+
+def read_json_file(path: str | os.PathLike, what: str = "JSON file",
+                   limit: int = MAX_TEXT_BYTES) -> Any:
+    """The JSON document of ``path`` (:func:`read_text_file`); :class:`BadFile` for what is
+    not JSON or nests too deeply."""
+    text = read_text_file(path, what, limit)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadFile(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column "
+                      f"{exc.colno}); the {what} is damaged: write it again") from None
+    except RecursionError:
+        raise BadFile(f"{path}: JSON nested too deeply to be a {what}") from None
+
+
+def read_npz_file(path: str | os.PathLike, what: str = "npz file",
+                  limit: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` at ``path`` (no pickles), checked before they are read:
+    each array's header (shape, dtype) against the size its archive entry declares, and
+    the total against ``limit``; :class:`BadFile` for a damaged, truncated or oversized
+    file."""
+    p = regular_file(path, what)
+    try:
+        with zipfile.ZipFile(p) as zf:
+            total = 0
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with zf.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(fh)
+                if dtype.hasobject:
+                    raise BadFile(f"{p}: the array {info.filename[:-4]!r} holds Python "
+                                  "objects, which are never loaded; write numbers")
+                need = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+                if need > info.file_size:
+                    raise BadFile(f"{p}: the array {info.filename[:-4]!r} declares {shape} "
+                                  f"{dtype} but its entry holds {info.file_size} bytes; the "
+                                  f"{what} is damaged: write it again")
+                total += need
+                if total > limit:
+                    raise BadFile(f"{p}: its arrays hold more than {limit} bytes, too large "
+                                  f"for a {what}")
+        with np.load(p, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except BadFile:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError,
+            MemoryError) as exc:
+        why = str(exc) or type(exc).__name__
+        raise BadFile(f"{p}: not a readable npz ({why}); the {what} is damaged or "
+                      "truncated: write it again") from None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -449,7 +559,7 @@ def read_command(run_dir: str | os.PathLike) -> dict:
     fix when it is missing or not what :func:`write_command` writes."""
     path = Path(run_dir) / COMMAND_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, "run's command")
     except FileNotFoundError:
         raise ValueError(f"{run_dir}: no {COMMAND_FILE} (a run of an older pinn); resume with "
                          f"`pinn solve FILE --out {run_dir} --resume` and the run's --set "
@@ -468,33 +578,41 @@ def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
     numbers) or an NPZ file (``points``, or one array per coordinate); ``ValueError``
     naming the problem otherwise."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"{path}: no such file")
+    if path.suffix.lower() == ".npy":
+        raise ValueError(f"{path}: a .npy file; give the points as CSV (a header naming "
+                         f"{', '.join(names)}) or as .npz (an array 'points')")
     try:
         if path.suffix.lower() == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                if "points" in z.files:
-                    pts = np.asarray(z["points"], dtype=np.float64)
-                elif all(n in z.files for n in names):
-                    pts = np.stack([np.asarray(z[n], dtype=np.float64).reshape(-1)
-                                    for n in names], axis=1)
-                else:
-                    raise ValueError(f"expected an array 'points' [N, {len(names)}] or arrays "
-                                     f"{', '.join(names)}; found {', '.join(z.files)}")
+            z = read_npz_file(path, "points file")
+            if "points" in z:
+                pts = np.asarray(z["points"], dtype=np.float64)
+            elif all(n in z for n in names):
+                pts = np.stack([np.asarray(z[n], dtype=np.float64).reshape(-1)
+                                for n in names], axis=1)
+            else:
+                raise ValueError(f"expected an array 'points' [N, {len(names)}] or arrays "
+                                 f"{', '.join(names)}; found {', '.join(z)}")
         else:
-            with open(path, encoding="utf-8") as fh:
-                cells = [c.strip() for c in fh.readline().split(",")]
+            text = read_text_file(path, "points file")
+            first = text.split("\n", 1)[0]
+            cells = [c.strip() for c in first.split(",")]
             try:
                 [float(c) for c in cells]
                 header = None
             except ValueError:
                 header = cells
+                twice = sorted({c for c in cells if cells.count(c) > 1})
+                if twice:
+                    raise ValueError(f"the column {', '.join(twice)} appears twice in the "
+                                     "header; name each column once") from None
             import warnings
 
             with warnings.catch_warnings():  # "input contained no data": reported below
                 warnings.simplefilter("ignore", UserWarning)
-                arr = np.loadtxt(path, delimiter=",", skiprows=0 if header is None else 1,
-                                 ndmin=2)
+                arr = np.loadtxt(io.StringIO(text), delimiter=",",
+                                 skiprows=0 if header is None else 1, ndmin=2)
             if arr.size == 0:
                 raise ValueError("no points: the file has no rows of numbers")
             if header is not None:
@@ -505,6 +623,8 @@ def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
                 pts = np.stack([arr[:, header.index(n)] for n in names], axis=1)
             else:
                 pts = arr
+    except BadFile:
+        raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{path}: cannot read points ({exc})") from None
     if pts.size == 0:

@@ -64,7 +64,6 @@ hold ``solution.pkl``, which is never opened (a pickle can run code).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -74,7 +73,7 @@ import numpy as np
 
 from pinn import marching, problem
 from pinn.data import ANY, NUMERIC, NotData, Reader, Writer, init_fields, registered
-from pinn.io import clean_json, write_json, write_npz
+from pinn.io import clean_json, read_json_file, read_npz_file, write_json, write_npz
 from pinn.network import build_network
 from pinn.problem import problem_to_data
 from pinn.report.metrics import versions
@@ -180,14 +179,10 @@ def _nest(flat: Mapping[str, np.ndarray], top: str) -> dict:
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"{path}: no such file (the run folder is incomplete; train "
                                 "again with `pinn solve ...`)")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not an npz of numeric arrays ({exc})") from None
+    arrays = read_npz_file(path, "parameter file")
     for k, v in arrays.items():
         if v.dtype.kind not in NUMERIC:
             raise ValueError(f"{path}: the array {k!r} holds {v.dtype}, not numbers")
@@ -309,17 +304,17 @@ def read_solution(directory: str | os.PathLike) -> dict:
     if d.is_file():
         d = d.parent
     path = d / SOLUTION_FILE
-    if not path.is_file():
+    if not path.exists():
         if (d / LEGACY_FILE).exists():
             raise ValueError(f"{d}: written by an older pinn that stored runs as pickles; they "
                              "are not loaded, since a pickle can run code: train again with "
                              "`pinn solve ...`")
         raise FileNotFoundError(f"{d}: no saved solution ({SOLUTION_FILE}); run `pinn solve` "
                                 "first")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not readable JSON ({exc})") from None
+    doc = read_json_file(path, "saved solution")
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object (a saved solution), got "
+                         f"{type(doc).__name__}")
     version = _format_version(doc, path)
     seed, precision = doc.get("seed", 0), doc.get("precision", 32)
     if not doc.get("reloadable", False):
@@ -334,6 +329,7 @@ def read_solution(directory: str | os.PathLike) -> dict:
     arrays = _read_npz(d / PARAMS_FILE)
     prob = problem_from_data(doc.get("problem"), arrays)
     model = from_data(doc.get("model"), "model", arrays, where="model")
+    _check_size(model, arrays, path)
     windows = doc.get("windows")
     if windows is not None and (not isinstance(windows, list) or len(windows) < 3 or not all(
             isinstance(e, (int, float)) and not isinstance(e, bool) for e in windows)):
@@ -355,6 +351,22 @@ def read_solution(directory: str | os.PathLike) -> dict:
             "resolution": tuple(resolution) if isinstance(resolution, list) else resolution,
             # format 2: hard initial values scale the network by (t - t0)/(t1 - t0)
             "time_span_scaled": version >= 2, "windows": windows}
+
+
+def _check_size(model, arrays: Mapping[str, np.ndarray], path: Path) -> None:
+    """Refuse a model whose size (width^2 x layers) is far above the parameters saved
+    beside it, before a network of that size is built (a damaged or crafted file would
+    otherwise make XLA allocate it and abort)."""
+    width = getattr(model, "width", None)
+    if not isinstance(width, int) or isinstance(width, bool):
+        return
+    layers = max(int(getattr(model, "depth", 1) or 1), 3 * int(getattr(model, "blocks", 0) or 0),
+                 1)
+    saved = sum(int(v.size) for k, v in arrays.items() if k.startswith("net/"))
+    if width * width * layers > 10 * saved + 1_000_000:
+        raise ValueError(f"{path}: the model (width {width}, {layers} layers) is far larger "
+                         f"than the {saved} network parameters saved beside it; the file is "
+                         "damaged: train again")
 
 
 def _net_dtype(net) -> np.dtype:

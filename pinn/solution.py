@@ -19,6 +19,7 @@ from pinn import serialize
 from pinn.compile import compile_terms
 from pinn.dsl import expr as E
 from pinn.dsl import parse
+from pinn.dsl.calculus import MAX_DERIVATIVE_ORDER, derivative_order
 from pinn.io import write_jsonl
 from pinn.network import field_apply, namespace_of
 from pinn.report import fields as F
@@ -31,6 +32,10 @@ __all__ = ["Solution"]
 def _chunks(a: np.ndarray, size: int):
     for i in range(0, max(len(a), 1), size):
         yield a[i:i + size]
+
+
+#: The most points an evaluation grid may have (``rescore``/``pinn plot --resolution``).
+MAX_GRID_POINTS = 50_000_000
 
 
 class Solution:
@@ -142,9 +147,13 @@ class Solution:
         return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parsed}
 
     def _parse(self, e) -> E.Expr:
-        if isinstance(e, E.Expr):
-            return e
-        return parse(str(e), namespace_of(self.problem))
+        ex = e if isinstance(e, E.Expr) else parse(str(e), namespace_of(self.problem))
+        k = derivative_order(ex)
+        if k > MAX_DERIVATIVE_ORDER:
+            raise ValueError(f"{e}: a derivative of order {k}; outputs take derivatives up to "
+                             f"order {MAX_DERIVATIVE_ORDER} (each order multiplies the "
+                             "compiled program): lower the order")
+        return ex
 
     def learned_params(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.params.get("pde", {}).items()}
@@ -179,7 +188,20 @@ class Solution:
 
     def rescore(self, resolution=None) -> dict:
         """Score on another evaluation grid and make it the run's: ``metrics`` then hold
-        its errors (what ``pinn plot --resolution`` does before saving)."""
+        its errors (what ``pinn plot --resolution`` does before saving). ``ValueError`` for a
+        resolution below 2 or a grid of more than :data:`MAX_GRID_POINTS` points."""
+        if resolution is not None:
+            per = [resolution] if isinstance(resolution, int) else list(resolution)
+            if any(isinstance(r, bool) or not isinstance(r, int) or r < 2 for r in per):
+                raise ValueError(f"resolution {resolution!r}: give an integer of at least 2 "
+                                 "(grid points per axis)")
+            dims = len(self.problem.inputs)
+            n = float(np.prod([float(r) for r in per])) * (
+                float(per[0]) ** (dims - 1) if len(per) == 1 else 1.0)
+            if n > MAX_GRID_POINTS:
+                raise ValueError(f"resolution {resolution!r}: a grid of {n:.3g} points over "
+                                 f"{dims} inputs, more than {MAX_GRID_POINTS:,}; give a "
+                                 "smaller resolution")
         self.resolution = resolution
         self.metrics.update(self.score().metrics())
         return self.metrics

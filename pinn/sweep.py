@@ -46,6 +46,10 @@ class Vary:
     values: tuple[str, ...]
 
 
+#: The most runs one sweep makes (the product of its varied values), checked before any.
+MAX_RUNS = 10_000
+
+
 def parse_vary(spec: str) -> Vary:
     """``KEY=A..B`` (the integers A to B, both included) or ``KEY=V1,V2,...``."""
     key, sep, rest = spec.partition("=")
@@ -58,6 +62,9 @@ def parse_vary(spec: str) -> Vary:
         a, b = int(m.group(1)), int(m.group(2))
         if b < a:
             raise ValueError(f"--vary {spec!r}: the range {a}..{b} is empty; write {b}..{a}")
+        if b - a + 1 > MAX_RUNS:
+            raise ValueError(f"--vary {spec!r}: {b - a + 1:,} values, more than a sweep runs "
+                             f"({MAX_RUNS:,}); give a shorter range")
         values = tuple(str(v) for v in range(a, b + 1))
     else:
         values = tuple(v.strip() for v in rest.split(","))
@@ -77,6 +84,10 @@ def expand(varies: Sequence[Vary | str]) -> list[dict[str, str]]:
         dup = sorted({k for k in keys if keys.count(k) > 1})
         raise ValueError(f"--vary: the key {dup[0]} is varied twice; give all its values in one "
                          "--vary")
+    total = math.prod(len(v.values) for v in varies)
+    if total > MAX_RUNS:
+        raise ValueError(f"--vary: {total:,} runs (the product of the varied values), more than "
+                         f"a sweep runs ({MAX_RUNS:,}); vary fewer values")
     return [dict(zip(keys, combo, strict=True))
             for combo in itertools.product(*(v.values for v in varies))]
 

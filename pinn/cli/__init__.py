@@ -104,8 +104,10 @@ def _out_opt(default: str) -> typer.Option:
 
 
 def _err(msg: str) -> None:
-    """One line on stderr."""
+    """One line on stderr (control characters and bytes that are not UTF-8 escaped)."""
     line = " ".join(str(msg).split("\n")[0].split())
+    line = "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF
+                   else ascii(c)[1:-1] for c in line)
     sys.stderr.write(f"pinn: {line}\n")
     sys.stderr.flush()
 
@@ -257,10 +259,29 @@ def _load_run(run_dir: Path):
 
 
 def _run_config(run_dir: Path) -> dict:
+    """The run's ``config.yaml`` as data (``{}`` where it has none); a file that is not a
+    YAML mapping is the user's error, naming it."""
     import yaml
 
+    from pinn import io
+
     p = run_dir / "config.yaml"
-    return (yaml.safe_load(p.read_text(encoding="utf-8")) or {}) if p.exists() else {}
+    if not p.exists():
+        return {}
+    text = _user(io.read_text_file, p, "run's configuration")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise UserError(f"{p}: not YAML{where}: {getattr(exc, 'problem', None) or exc}; "
+                        "the run's configuration is damaged: run the problem again") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{p}: expected a mapping (the run's configuration), got "
+                        f"{type(data).__name__}; run the problem again")
+    return data
 
 
 def _subcommand(args: list[str], *, show: bool = False) -> None:
@@ -359,8 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 1
         from pinn.config import ConfigError
+        from pinn.io import BadFile
 
-        if isinstance(exc, ConfigError):
+        if isinstance(exc, (ConfigError, BadFile)):
             _err(str(exc))
             return EXIT_INPUT
         if debug:

@@ -255,8 +255,8 @@ def _problem(file: Path | None, out: Path | None, resume: bool, sets: list[str])
     _user(io.check_not_in_use, run_dir)
     command = _user(io.read_command, run_dir)
     try:
-        text = (run_dir / "config.yaml").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = io.read_text_file(run_dir / "config.yaml", "run's configuration")
+    except (OSError, ValueError) as exc:
         raise UserError(f"{run_dir / 'config.yaml'}: cannot read the run's configuration "
                         f"({exc}); start a new run") from None
     source = Path(command["file"])
@@ -371,12 +371,14 @@ def plot(
         sol = _load_run(run_dir)
         ev = _run_config(run_dir).get("evaluation") or {}
         if resolution is not None:
-            sol.rescore(resolution)
+            _user(sol.rescore, resolution)
         sol.save(run_dir, snapshots=ev.get("snapshots", 4))
     finally:
         if lock is not None:
             lock.release()
-    m = json.loads((run_dir / "metrics.json").read_text())
+    from pinn import io
+
+    m = _user(io.read_json_file, run_dir / "metrics.json", "run's metrics")
     _out(f"wrote {len(m.get('plots', []))} plot(s) and {run_dir / 'report.md'}")
     return EXIT_OK
 

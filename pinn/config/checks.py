@@ -24,14 +24,11 @@ import os
 
 from pinn.config.errors import ConfigError, Issue
 from pinn.dsl import expr as E
+from pinn.dsl.calculus import MAX_DERIVATIVE_ORDER, derivative_order
 
 __all__ = ["MAX_DERIVATIVE_ORDER", "MAX_EXPANDED_NODES", "MAX_STREAMS", "check",
            "derivative_order", "machine_memory", "memory_estimate"]
 
-#: Highest total derivative order of any term. Every order multiplies the size of the
-#: compiled derivative program; past 8 it compiles for minutes (and float32 holds no
-#: useful digits of an eighth derivative of a network).
-MAX_DERIVATIVE_ORDER = 8
 #: Nodes of the expressions once derivatives are pushed onto the fields (a stand-in for
 #: the size of the program XLA compiles: a chain rule through a tower of powers grows it).
 MAX_EXPANDED_NODES = 50_000
@@ -79,18 +76,6 @@ def _expressions(problem) -> list[tuple[tuple, E.Expr]]:
 
 # ---------------------------------------------------------------------------
 # derivative order and program size
-
-
-def derivative_order(e: E.Expr) -> int:
-    """The highest total derivative order along any path of ``e`` (``laplacian``: 2)."""
-    own = 0
-    if isinstance(e, E.Derivative):
-        own = e.order
-    elif isinstance(e, E.Laplacian):
-        own = 2
-    elif isinstance(e, (E.Grad, E.Div_)):
-        own = 1
-    return own + max((derivative_order(k) for k in e.children()), default=0)
 
 
 def _order(built, path, ex: E.Expr) -> None:

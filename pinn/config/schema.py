@@ -34,6 +34,7 @@ MAX_STEPS = 1_000_000_000
 MAX_SIZE = 1_000_000  # modes, cells
 MAX_WIDTH = 8192  # network widths, Fourier features
 MAX_DEPTH = 64  # hidden layers, blocks
+MAX_STAGES = 64  # training stages: each compiles its own program
 
 
 # ---------------------------------------------------------------------------
@@ -973,7 +974,7 @@ class TrainingSpec(Strict):
     # float64; Gauss-Newton (lm, gauss_newton) in float64; a stage's own precision wins
     precision: Literal[32, 64, "auto"] = "auto"
     points: PointsSpec = Field(default_factory=PointsSpec)
-    stages: Annotated[list[StageSpec], Field(min_length=1)] = Field(
+    stages: Annotated[list[StageSpec], Field(min_length=1, max_length=MAX_STAGES)] = Field(
         default_factory=_default_stages)
     weighting: WeightingSpec = Field(default_factory=lambda: WeightingSpec(fixed=FixedArgs()))
     chunk: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=1_000_000)] = 500

@@ -238,6 +238,12 @@ def _apply_one(data: dict, source: Source, item: str) -> None:
 
     if "=" not in item:
         raise fail("an override is written key.path=value, e.g. training.stages.0.steps=500")
+    bad = next((c for c in item if (ord(c) < 32 and c not in "\t\n") or ord(c) == 127
+                or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:  # (a lone surrogate: bytes that are not UTF-8, as Python reads argv)
+        what = ("a byte that is not UTF-8" if ord(bad) >= 0xD800
+                else f"the control character {bad!r}")
+        raise fail(f"the override holds {what}; write it as plain text")
     key, _, raw = item.partition("=")
     key = key.strip()
     parts = key.split(".") if key else []

@@ -515,3 +515,21 @@ def field_derivatives(e: E.Expr) -> set[tuple[E.Field, tuple[E.Coord, ...]]]:
     if isinstance(e, E.Field):
         bare.add(e)
     return {(f, w) for f, w in out if w or f in bare}
+
+
+#: Highest total derivative order of any term or output. Every order multiplies the size of
+#: the compiled derivative program; past 8 it compiles for minutes (and float32 holds no
+#: useful digits of an eighth derivative of a network).
+MAX_DERIVATIVE_ORDER = 8
+
+
+def derivative_order(e: E.Expr) -> int:
+    """The highest total derivative order along any path of ``e`` (``laplacian``: 2)."""
+    own = 0
+    if isinstance(e, E.Derivative):
+        own = e.order
+    elif isinstance(e, E.Laplacian):
+        own = 2
+    elif isinstance(e, (E.Grad, E.Div_)):
+        own = 1
+    return own + max((derivative_order(k) for k in e.children()), default=0)

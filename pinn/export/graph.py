@@ -80,6 +80,8 @@ def _expressions(solution, outputs: Sequence[str] | None) -> dict:
             raise ExportError(f"output {n!r} is not an expression of {problem.name}: {exc} "
                               f"(names it knows: {known}; derivatives as u_x, D(u, x), "
                               "laplacian(u))") from None
+        except ValueError as exc:  # a derivative of too high an order
+            raise ExportError(f"output {exc}") from None
     return exprs
 
 

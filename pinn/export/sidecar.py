@@ -86,13 +86,16 @@ def read(artefact: str | os.PathLike) -> dict:
     if not p.is_file():
         raise ValueError(f"{artefact}: no sidecar {p.name} next to it; export with "
                          "`pinn export RUN` (it writes both files)")
-    try:
-        meta = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{p}: not a readable JSON sidecar ({exc})") from None
+    from pinn.io import read_json_file
+
+    meta = read_json_file(p, "export sidecar", limit=16 * 2**20)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{p}: not a pinn export sidecar (no format: {FORMAT!r})")
-    if int(meta.get("version", 0)) > VERSION:
+    version = meta.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"{p}: the sidecar's version must be an integer, got {version!r}; "
+                         "export again")
+    if version > VERSION:
         raise ValueError(f"{p}: sidecar version {meta.get('version')} is newer than this "
                          f"pinn reads ({VERSION}); upgrade pinn")
     for key in ("kind", "inputs", "outputs"):

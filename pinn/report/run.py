@@ -28,11 +28,17 @@ def save_grid(run_dir, grid: EvaluationGrid, pred: Mapping[str, np.ndarray],
 def load_grid(path) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
     """Read a ``solution_grid.npz`` (see :func:`save_grid`): ``(points, fields, meta)`` with
     ``meta`` holding the grid's coordinate ``names``, ``shape`` and inside ``mask``."""
-    with np.load(path, allow_pickle=False) as z:
+    from pinn.io import read_npz_file
+
+    z = read_npz_file(path, "solution grid")
+    try:
         pts = z["points"]
-        fields = {k[len("field_"):]: z[k] for k in z.files if k.startswith("field_")}
+        fields = {k[len("field_"):]: v for k, v in z.items() if k.startswith("field_")}
         meta = {"names": [str(n) for n in z["names"]], "shape": tuple(int(s) for s in z["shape"]),
                 "mask": z["mask"]}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a solution grid ({exc}); run `pinn plot` on the run "
+                         "to write it again") from None
     return pts, fields, meta
 
 

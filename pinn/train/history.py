@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from pinn.io import write_text
+from pinn.io import read_text_file, write_text
 
 __all__ = ["HistoryWriter", "read_history", "history_row"]
 
@@ -38,13 +38,15 @@ def read_history(path: str | os.PathLike) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return rows
-    for line in path.read_text().splitlines():
+    for line in read_text_file(path, "training history").splitlines():
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
             continue
+        if isinstance(row, dict):  # (a row of another type is not a row)
+            rows.append(row)
     return rows
 
 
