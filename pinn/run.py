@@ -347,6 +347,28 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
     return evaluate
 
 
+def _check_arguments(problem, model, training, precision, out_dir) -> None:
+    """``TypeError``/``ValueError`` saying what was given and what :func:`setup` takes."""
+    from pinn.problem import Problem
+
+    if isinstance(problem, (str, os.PathLike)):
+        raise TypeError(f"setup/solve take a pinn.Problem, not the path {str(problem)!r}: for "
+                        f"a problem file use pinn.config.load({str(problem)!r}).setup()"
+                        ".train(), or `pinn solve FILE` from a shell")
+    if not isinstance(problem, Problem):
+        raise TypeError(f"setup/solve take a pinn.Problem, got {type(problem).__name__}")
+    if isinstance(model, (str, int, float, dict, list, tuple)):
+        raise TypeError(f"model: give a network spec (pinn.MLP(width=30, depth=3), ...), got "
+                        f"{type(model).__name__}")
+    if training is not None and not isinstance(training, Training):
+        raise TypeError(f"training: give a pinn.Training (e.g. pinn.Training(stages=[pinn."
+                        f"Stage(pinn.Adam(lr=1e-3), 2000)])), got {type(training).__name__}")
+    if precision is not None and (isinstance(precision, bool) or precision not in (32, 64)):
+        raise ValueError(f"precision: 32, 64 or None (auto), got {precision!r}")
+    if out_dir is not None and not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir: give a folder path, got {type(out_dir).__name__}")
+
+
 def setup(problem, model=None, training: Training | None = None, *,
           precision: int | None = None,
           out_dir: str | os.PathLike | None = None, resume: bool = False,
@@ -375,6 +397,7 @@ def setup(problem, model=None, training: Training | None = None, *,
     themselves where the geometry can, and sizes the points when no training is given. The
     choices are the run's ``plan`` (and ``metrics["plan"]``).
     """
+    _check_arguments(problem, model, training, precision, out_dir)
     compile_cache.enable()  # before anything compiles: a re-run loads its programs
     planned = make_plan(problem, model, training, plan)
     problem, model, training = planned.problem, planned.model, planned.training

@@ -21,8 +21,10 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -131,6 +133,7 @@ def _run_one(spec: RunSpec, timeout: float | None = None) -> dict:
     with open(log, "w") as err:
         proc = subprocess.Popen(spec.command(), env=env,
                                 stdout=subprocess.DEVNULL, stderr=err)
+        _RUNNING.add(proc)
         io.write_text(spec.folder / "sweep.json", json.dumps(
             {"index": spec.index, "point": spec.point, "pid": proc.pid,
              "status": "running"}, indent=1))
@@ -140,6 +143,8 @@ def _run_one(spec: RunSpec, timeout: float | None = None) -> dict:
             proc.kill()
             code = proc.wait()
             err.write(f"\npinn sweep: stopped after the timeout of {timeout} s\n")
+        finally:
+            _RUNNING.discard(proc)
     seconds = time.perf_counter() - t0
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     if code == 0:
@@ -166,15 +171,44 @@ def _finished(folder: Path) -> bool:
 
 def _local(specs: Sequence[RunSpec], workers: int, timeout: float | None,
            on_done: Callable[[dict], None]) -> list[dict]:
-    # threads only wait: each run is its own process
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_run_one, s, timeout) for s in specs]
-        out = []
+    """The runs on this machine, ``workers`` at a time (threads only wait: each run is its
+    own process). Ctrl-C or any error stops the scheduling at once: no queued run starts,
+    and the running ones get SIGINT (each keeps its checkpoint; the sweep resumes them)."""
+    stop = threading.Event()
+
+    def guarded(spec: RunSpec) -> dict | None:
+        return None if stop.is_set() else _run_one(spec, timeout)
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    out = []
+    try:
+        futures = [pool.submit(guarded, s) for s in specs]
         for f in futures:
             rec = f.result()
-            on_done(rec)
-            out.append(rec)
+            if rec is not None:
+                on_done(rec)
+                out.append(rec)
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        _interrupt_children()
+        raise
+    pool.shutdown(wait=True)
     return out
+
+
+#: The child processes of the runs now running (their Popen objects).
+_RUNNING: set = set()
+
+
+def _interrupt_children() -> None:
+    """SIGINT to every run still running (a terminal's Ctrl-C reaches them anyway; a
+    SIGTERM to the sweep alone would not)."""
+    for proc in list(_RUNNING):
+        try:
+            proc.send_signal(signal.SIGINT)
+        except OSError:
+            pass
 
 
 def _ray(specs: Sequence[RunSpec], address: str | None, timeout: float | None,

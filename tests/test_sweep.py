@@ -116,3 +116,35 @@ def test_sweep_ray(tmp_path):
         _sweep_with_a_kill(tmp_path / "sweep", backend="ray")
     finally:
         ray.shutdown()
+
+
+def test_ctrl_c_stops_the_scheduling_at_once(monkeypatch, tmp_path):
+    """A KeyboardInterrupt while runs are queued: no queued run starts (before, the pool's
+    shutdown waited for every queued run, each started in turn)."""
+    import threading
+    import time
+
+    from pinn import sweep as S
+
+    started = []
+    lock = threading.Lock()
+
+    def fake(spec, timeout=None):
+        with lock:
+            started.append(spec.index)
+        time.sleep(0.2)
+        return {"index": spec.index, "point": spec.point, "status": "done"}
+
+    monkeypatch.setattr(S, "_run_one", fake)
+    specs = [S.RunSpec(i, {"training.seed": str(i)}, tmp_path / f"r{i}", tmp_path / "p.yaml")
+             for i in range(10)]
+
+    def interrupt(rec):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        S._local(specs, 2, None, interrupt)
+    time.sleep(0.5)  # a run that was queued would have started by now (all 10 did before)
+    # the first two, and at most the two their workers took up as they finished, before the
+    # interrupt was raised
+    assert len(started) <= 4, started

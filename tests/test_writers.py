@@ -134,3 +134,17 @@ def test_plot_waits_for_no_solve_it_refuses_a_held_run(tmp_path, capsys):
     assert (run / "metrics.json").read_bytes() == before and not (run / "export").exists()
     assert main(["plot", str(run)]) == 0
     assert not Path(run / "plots").is_symlink()
+
+
+def test_the_python_api_says_what_it_takes(tmp_path):
+    problem = tmp_path / "rod.yaml"
+    problem.write_text(ROD)
+    with pytest.raises(TypeError, match=r"not the path .*pinn.config.load"):
+        pinn.solve(str(problem))
+    built = pinn.config.load(str(problem))
+    with pytest.raises(TypeError, match="training: give a pinn.Training .* got dict"):
+        pinn.solve(built.problem, training={"stages": []})
+    with pytest.raises(TypeError, match="model: give a network spec .* got dict"):
+        pinn.setup(built.problem, model={"width": 3})
+    with pytest.raises(ValueError, match="precision: 32, 64 or None"):
+        pinn.setup(built.problem, precision=16)
