@@ -655,6 +655,10 @@ def write_values(out: str | os.PathLike | None, points: np.ndarray, names: list[
     that reads back the same value in that precision (default: 9 when every value is float32
     or narrower, else 17)."""
     values = {k: np.asarray(v) for k, v in values.items()}
+
+    def column(name: str) -> str:  # a name with a comma or a quote (D(u, x)) in quotes
+        return f'"{name.replace(chr(34), chr(34) * 2)}"' if any(c in name for c in ',"') else name
+
     if out is not None and Path(out).suffix.lower() == ".npz":
         write_npz(out, points=points, **values)
         return None
@@ -666,7 +670,7 @@ def write_values(out: str | os.PathLike | None, points: np.ndarray, names: list[
             *(np.asarray(v, kind).reshape(len(points), -1)[:, 0] if np.ndim(v) else
               np.full(len(points), v, kind) for v in values.values())]
     buf = io.StringIO()
-    buf.write(",".join([*names, *values]) + "\n")
+    buf.write(",".join(column(n) for n in [*names, *values]) + "\n")
     for row in zip(*cols, strict=True):
         buf.write(",".join(_shortest(v) for v in row) + "\n")
     if out is None:

@@ -286,7 +286,9 @@ def save_solution(directory: str | os.PathLike, solution) -> Path:
 def _format_version(doc, path: Path) -> int:
     fmt = doc.get("format") if isinstance(doc, dict) else None
     name, _, version = str(fmt).partition("/")
-    if name != FORMAT or not version.isdigit() or int(version) < 1:
+    # (isdigit() also holds for '²': only ASCII digits are a version)
+    if (name != FORMAT or not (version.isascii() and version.isdigit())
+            or int(version) < 1):
         raise ValueError(f"{path}: not a saved pinn solution (format {fmt!r}; expected "
                          f"'{FORMAT}/{VERSION}')")
     if int(version) > WINDOWS_VERSION:

@@ -63,7 +63,7 @@ def test_predict_evaluates_expressions_with_the_runs_digits(run_folder, tmp_path
     assert main(["predict", str(out), "--points", str(pts), "--outputs", "u,u_x,D(u, x, 2)"]
                 ) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "x,u,u_x,D(u, x, 2)"
+    assert lines[0] == 'x,u,u_x,"D(u, x, 2)"'  # a name with a comma quoted (CSV)
     assert lines[1].startswith("0.1,")  # the points as given, not 0.10000000000000001
     values = np.array([[float(v) for v in line.split(",")] for line in lines[1:]])
     want = sol.evaluate(np.array([[0.1], [0.25]]), {"u_x": "u_x", "u_xx": "D(u, x, 2)"})

@@ -126,3 +126,26 @@ def test_limits_are_checked_before_work(base, tmp_path, capsys):
                       "params.a=" + ",".join(str(i) for i in range(11))], "11,000 runs")
     for d in ("a", "b", "c"):
         assert not (tmp_path / d).exists()
+
+
+def test_odd_versions_and_output_names(base, tmp_path, capsys):
+    import csv
+
+    run = _copy(base, tmp_path)
+    text = (base / "run" / "solution.json").read_text()
+    for version in ("²", "abc"):
+        (run / "solution.json").write_text(text.replace('"pinn.solution/2"',
+                                                        f'"pinn.solution/{version}"'))
+        _refused(capsys, ["predict", run, "--points", base / "pts.csv"],
+                 "not a saved pinn solution")
+    # an output whose name holds a comma is quoted in the CSV header: one column each
+    h = 1e-3
+    pts = tmp_path / "pts.csv"
+    pts.write_text(f"x\n0.25\n{0.25 + h}\n0.5\n{0.5 + h}\n")
+    assert main(["predict", str(base / "run"), "--points", str(pts),
+                 "--outputs", "u,D(u, x)"]) == 0
+    rows = list(csv.reader(capsys.readouterr().out.splitlines()))
+    assert rows[0] == ["x", "u", "D(u, x)"] and all(len(r) == 3 for r in rows)
+    u, ux = [float(r[1]) for r in rows[1:]], [float(r[2]) for r in rows[1:]]
+    for i in (0, 2):  # the column is the derivative of u: a forward difference, O(h)
+        assert abs((u[i + 1] - u[i]) / h - ux[i]) < 1e-2 * max(1.0, abs(ux[i]))
