@@ -5,6 +5,7 @@ without ``overwrite``."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -148,3 +149,49 @@ def test_the_python_api_says_what_it_takes(tmp_path):
         pinn.setup(built.problem, model={"width": 3})
     with pytest.raises(ValueError, match="precision: 32, 64 or None"):
         pinn.setup(built.problem, precision=16)
+
+
+def test_a_resolved_config_plans_again_as_the_run_did(tmp_path):
+    """config.yaml (what --resume reads as the problem file) leaves out what the plan
+    decided: reloaded, it plans the same points (a 1D run's 1024, not the default 4096 the
+    checkpoint would not match)."""
+    import yaml
+
+    problem = tmp_path / "rod.yaml"
+    problem.write_text(ROD)
+    built = pinn.config.load(str(problem))
+    resolved = built.resolved()
+    assert "points" not in resolved["training"] and resolved["training"]["stages"]
+    again = pinn.config.load(str(problem), text=yaml.safe_dump(resolved))
+    assert again.plan().training.points == built.plan().training.points
+    assert built.plan().training.points.interior == 1024  # planned (1 coordinate)
+    given = pinn.config.load(str(problem), ["training.points.interior=333"])
+    assert given.resolved()["training"]["points"]["interior"] == 333  # the user's: kept
+
+
+def test_a_checkpoint_that_does_not_fit_is_the_folders_fault(tmp_path, capsys):
+    """A checkpoint whose arrays do not fit the run: one line naming it, exit 2 (was the
+    internal-error exit 1)."""
+    problem = tmp_path / "rod.yaml"
+    problem.write_text(ROD)
+    run = tmp_path / "run"
+    assert main(["solve", str(problem), "--out", str(run), "--quiet",
+                 "--set", "training.checkpoint_every=10"]) == 0
+    (run / "metrics.json").unlink()  # as if killed after its last checkpoint
+    (run / "params.npz").unlink()
+    (run / "solution.json").unlink()
+    *_, last, final = sorted((run / "checkpoints").glob("ckpt_*.npz"))
+    final.unlink()  # the run was cut after step 10 of its 20
+    with np.load(last) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["leaf_00000"] = np.zeros((7, 1), arrays["leaf_00000"].dtype)  # the batch,
+    header = json.loads(bytes(arrays["__header__"]).decode())  # its header agreeing
+    header["leaves"][0]["shape"] = [7, 1]
+    arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
+    np.savez(last, **arrays)
+    for old in sorted((run / "checkpoints").glob("ckpt_*.npz"))[:-1]:
+        old.unlink()
+    capsys.readouterr()
+    assert main(["solve", "--resume", "--out", str(run), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error" not in err and last.name in err, err

@@ -382,7 +382,9 @@ def main(argv: list[str] | None = None) -> int:
         from pinn.config import ConfigError
         from pinn.io import BadFile
 
-        if isinstance(exc, (ConfigError, BadFile)):
+        if isinstance(exc, (ConfigError, BadFile)) or type(exc).__name__ == "CheckpointError":
+            # (a checkpoint that does not fit the run: the folder's fault, named in the line;
+            # by name, so that a command that never trained does not import the trainer)
             _err(str(exc))
             return EXIT_INPUT
         if debug:

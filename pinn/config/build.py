@@ -117,8 +117,21 @@ class Built:
         return make_plan(self.problem, self.model(), self.training(), self.planning())
 
     def resolved(self) -> dict:
-        """The configuration with every default filled in (what the run used)."""
-        return resolved_dict(self.spec)
+        """The configuration with every default filled in (what the run used), but for the
+        entries the plan decides (``training.points``, ``training.windows``,
+        ``model.fourier`` where it may choose them): written out, they would be the user's
+        on a reload, and a resumed run (read from this) would not plan them again (1D:
+        4096 points, not the plan's 1024, against the checkpoint's)."""
+        data = resolved_dict(self.spec)
+        plan = self.planning()
+        training, model = data.get("training") or {}, data.get("model") or {}
+        if plan.points:
+            training.pop("points", None)
+        if plan.windows:
+            training.pop("windows", None)
+        if plan.frequency:
+            model.pop("fourier", None)
+        return data
 
 
 def resolved_dict(spec: S.ProblemSpec) -> dict:
