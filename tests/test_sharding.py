@@ -117,9 +117,15 @@ def _check(res: dict, precision: int) -> None:
         assert _rel(res[f"{d}/{ADAM}"], ref[ADAM]) < tol, (d, "Adam")
         if precision == 64:  # the first L-BFGS steps, before rounding has grown
             assert _rel(res[f"{d}/{ADAM + 10}"], ref[ADAM + 10]) < 100 * tol, (d, "L-BFGS 10")
+        # after 50 L-BFGS steps the rounding of a reordered sum has grown by orders of
+        # magnitude, and one reordering (the points reversed) is one draw of that growth:
+        # measured (2026-12-04) 4 devices 29x the reversed run's deviation (inverse, float64:
+        # 7.7e-11 against 2.6e-12) and 2 devices 10.2x (poisson, float32: 2.3e-2 against
+        # 2.3e-3), on main before and after that day's changes. A sharding fault shows at the
+        # first-order steps above, at 1e-6 / 1e-12.
         end = ADAM + LBFGS_STEPS
         sensitivity = _rel(res[f"reversed/{end}"], ref[end])
-        assert _rel(res[f"{d}/{end}"], ref[end]) < max(10 * sensitivity, tol), (d, "L-BFGS")
+        assert _rel(res[f"{d}/{end}"], ref[end]) < max(100 * sensitivity, tol), (d, "L-BFGS")
 
 
 @pytest.mark.slow  # 60 s; moved from the default suite to keep it within 10 minutes on 2 cores
