@@ -196,7 +196,8 @@ def _prepare(built, out: Path | None, resume: bool, suffix: str = "", *,
         raise UserError(f"{run_dir}: every run folder of {built.name} is in use; give --out")
     try:
         _user(io.write_config, run_dir, built.resolved(), resume=resume,
-              header=f"# resolved configuration of {built.name} (every default filled in); "
+              header=f"# resolved configuration of {built.name} (every default filled in but "
+                     "what the plan chooses); "
                      "`pinn solve` accepts this file as is\n")
         if file is not None:
             io.write_command(run_dir, file, sets, resume=resume)
