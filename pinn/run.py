@@ -159,26 +159,24 @@ class Run:
         whose loss stays non-finite later (the NaN guard gave up) ends with its last good
         parameters, like a run whose loss rose: ``metrics["converged"]`` is false,
         ``metrics["divergence"]`` says why, and a ``RuntimeWarning`` says so."""
-        lock = self._take_folder()
-        try:
+        with self._take_folder():
             if self.training.windows > 1:  # time marching: window after window
                 return train_windows(self, **loop_overrides)
             return self._train(**loop_overrides)
-        finally:
-            if lock is not None:
-                lock.release()
 
     def _take_folder(self):
-        """Lock ``out_dir`` for this process (shared with a command of this process that
-        holds it) and refuse a finished run in it unless resuming or ``overwrite``; ``None``
-        where nothing is written here."""
+        """The lock of ``out_dir`` for this process (shared with a command of this process
+        that holds it), as a context; a finished run in it refused unless resuming or
+        ``overwrite``. No lock where nothing is written here."""
         if self.out_dir is None or not is_main():
-            return None
+            import contextlib
+
+            return contextlib.nullcontext()
         from pinn import io
 
         lock = io.lock_run_folder(self.out_dir)
-        done = [n for n in ("params.npz", "metrics.json", "solution.json", "checkpoints",
-                            "windows")
+        done = [n for n in (serialize.PARAMS_FILE, "metrics.json", serialize.SOLUTION_FILE,
+                            "checkpoints", "windows")
                 if (self.out_dir / n).exists()]
         if done and not self.resume and not self.overwrite:
             lock.release()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import textwrap
 
 import numpy as np
 import pytest
@@ -14,23 +13,11 @@ import pytest
 from pinn import io
 from pinn.cli import main
 
-ROD = textwrap.dedent("""\
-    name: rod
-    coords: [x]
-    fields: [u]
-    domain: {interval: [0, 1]}
-    equations: {pde: "u_xx + 1"}
-    conditions: {ends: {dirichlet: {u: 0}, on: boundary}}
-    exact: {u: "x*(1 - x)/2"}
-    training:
-      stages: [{adam: {lr: 1.0e-2}, steps: 20}]
-    """)
-
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
+def base(tmp_path_factory, rod_text):
     d = tmp_path_factory.mktemp("readers")
-    (d / "rod.yaml").write_text(ROD)
+    (d / "rod.yaml").write_text(rod_text)
     (d / "pts.csv").write_text("x\n0.25\n0.5\n")
     assert main(["solve", str(d / "rod.yaml"), "--out", str(d / "run"), "--quiet"]) == 0
     return d

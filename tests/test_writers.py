@@ -4,12 +4,12 @@ without ``overwrite``."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +19,20 @@ import pinn
 from pinn import io
 from pinn.cli import main
 
-ROD = textwrap.dedent("""\
-    name: rod
-    coords: [x]
-    fields: [u]
-    domain: {interval: [0, 1]}
-    equations: {pde: "u_xx + 1"}
-    conditions: {ends: {dirichlet: {u: 0}, on: boundary}}
-    exact: {u: "x*(1 - x)/2"}
-    training:
-      stages: [{adam: {lr: 1.0e-2}, steps: 20}]
-    """)
+
+@contextlib.contextmanager
+def held_elsewhere(folder: Path):
+    """``folder``'s lock held by another process while the block runs; yields its PID."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from pinn import io; import time\nio.lock_run_folder("
+         f"{str(folder)!r}); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_no_write_replaces_a_fifo(tmp_path):
@@ -48,18 +51,16 @@ def test_no_write_replaces_a_fifo(tmp_path):
     assert target.read_text() == "keep" and link.read_text() == "new" and not link.is_symlink()
 
 
-def test_a_planted_lock_link_is_refused_and_its_target_untouched(tmp_path, capsys):
-    problem = tmp_path / "rod.yaml"
-    problem.write_text(ROD)
+def test_a_planted_lock_link_is_refused_and_its_target_untouched(tmp_path, rod, capsys):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
     fresh, done = tmp_path / "fresh", tmp_path / "done"
     fresh.mkdir()
-    assert main(["solve", str(problem), "--out", str(done), "--quiet"]) == 0
+    assert main(["solve", str(rod), "--out", str(done), "--quiet"]) == 0
     (done / io.LOCK_FILE).unlink()
     for run in (fresh, done):
         (run / io.LOCK_FILE).symlink_to(victim)
-    for args in (["solve", str(problem), "--out", str(fresh), "--quiet"],
+    for args in (["solve", str(rod), "--out", str(fresh), "--quiet"],
                  ["solve", "--resume", "--out", str(done), "--quiet"]):
         assert main(args) == 2
         err = capsys.readouterr().err
@@ -85,12 +86,10 @@ def test_the_lock_is_shared_within_a_process_and_refused_across(tmp_path):
     assert subprocess.run(probe, capture_output=True, text=True).returncode == 0
 
 
-def test_the_python_api_refuses_a_finished_run_and_a_held_folder(tmp_path):
-    problem = tmp_path / "rod.yaml"
-    problem.write_text(ROD)
+def test_the_python_api_refuses_a_finished_run_and_a_held_folder(tmp_path, rod):
 
     def solve(out, **kw):
-        return pinn.config.load(str(problem)).setup(out_dir=out, progress=False, **kw).train()
+        return pinn.config.load(str(rod)).setup(out_dir=out, progress=False, **kw).train()
 
     run = tmp_path / "run"
     first = solve(run)
@@ -100,49 +99,29 @@ def test_the_python_api_refuses_a_finished_run_and_a_held_folder(tmp_path):
     assert (run / "params.npz").read_bytes() == params  # untouched
     again = solve(run, overwrite=True)
     assert again.metrics["steps_done"] == first.metrics["steps_done"] == 20
-    holder = subprocess.Popen(
-        [sys.executable, "-c", f"from pinn import io; import time\nio.lock_run_folder("
-         f"{str(tmp_path / 'busy')!r}); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(io.FolderInUse, match=f"in use by process {holder.pid}"):
+    with held_elsewhere(tmp_path / "busy") as pid:
+        with pytest.raises(io.FolderInUse, match=f"in use by process {pid}"):
             solve(tmp_path / "busy")
-    finally:
-        holder.kill()
-        holder.wait()
     assert not (tmp_path / "busy" / "params.npz").exists()
 
 
-def test_plot_waits_for_no_solve_it_refuses_a_held_run(tmp_path, capsys):
-    problem = tmp_path / "rod.yaml"
-    problem.write_text(ROD)
+def test_plot_waits_for_no_solve_it_refuses_a_held_run(tmp_path, rod, capsys):
     run = tmp_path / "run"
-    assert main(["solve", str(problem), "--out", str(run), "--quiet"]) == 0
+    assert main(["solve", str(rod), "--out", str(run), "--quiet"]) == 0
     before = (run / "metrics.json").read_bytes()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", f"from pinn import io; import time\nio.lock_run_folder("
-         f"{str(run)!r}); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_elsewhere(run) as pid:
         assert main(["plot", str(run)]) == 2
-        assert f"in use by process {holder.pid}" in capsys.readouterr().err
+        assert f"in use by process {pid}" in capsys.readouterr().err
         assert main(["export", str(run), "--quiet"]) == 2
-    finally:
-        holder.kill()
-        holder.wait()
     assert (run / "metrics.json").read_bytes() == before and not (run / "export").exists()
     assert main(["plot", str(run)]) == 0
     assert not Path(run / "plots").is_symlink()
 
 
-def test_the_python_api_says_what_it_takes(tmp_path):
-    problem = tmp_path / "rod.yaml"
-    problem.write_text(ROD)
+def test_the_python_api_says_what_it_takes(rod):
     with pytest.raises(TypeError, match=r"not the path .*pinn.config.load"):
-        pinn.solve(str(problem))
-    built = pinn.config.load(str(problem))
+        pinn.solve(str(rod))
+    built = pinn.config.load(str(rod))
     with pytest.raises(TypeError, match="training: give a pinn.Training .* got dict"):
         pinn.solve(built.problem, training={"stages": []})
     with pytest.raises(TypeError, match="model: give a network spec .* got dict"):
@@ -151,31 +130,27 @@ def test_the_python_api_says_what_it_takes(tmp_path):
         pinn.setup(built.problem, precision=16)
 
 
-def test_a_resolved_config_plans_again_as_the_run_did(tmp_path):
+def test_a_resolved_config_plans_again_as_the_run_did(rod):
     """config.yaml (what --resume reads as the problem file) leaves out what the plan
     decided: reloaded, it plans the same points (a 1D run's 1024, not the default 4096 the
     checkpoint would not match)."""
     import yaml
 
-    problem = tmp_path / "rod.yaml"
-    problem.write_text(ROD)
-    built = pinn.config.load(str(problem))
+    built = pinn.config.load(str(rod))
     resolved = built.resolved()
     assert "points" not in resolved["training"] and resolved["training"]["stages"]
-    again = pinn.config.load(str(problem), text=yaml.safe_dump(resolved))
+    again = pinn.config.load(str(rod), text=yaml.safe_dump(resolved))
     assert again.plan().training.points == built.plan().training.points
     assert built.plan().training.points.interior == 1024  # planned (1 coordinate)
-    given = pinn.config.load(str(problem), ["training.points.interior=333"])
+    given = pinn.config.load(str(rod), ["training.points.interior=333"])
     assert given.resolved()["training"]["points"]["interior"] == 333  # the user's: kept
 
 
-def test_a_checkpoint_that_does_not_fit_is_the_folders_fault(tmp_path, capsys):
+def test_a_checkpoint_that_does_not_fit_is_the_folders_fault(tmp_path, rod, capsys):
     """A checkpoint whose arrays do not fit the run: one line naming it, exit 2 (was the
     internal-error exit 1)."""
-    problem = tmp_path / "rod.yaml"
-    problem.write_text(ROD)
     run = tmp_path / "run"
-    assert main(["solve", str(problem), "--out", str(run), "--quiet",
+    assert main(["solve", str(rod), "--out", str(run), "--quiet",
                  "--set", "training.checkpoint_every=10"]) == 0
     (run / "metrics.json").unlink()  # as if killed after its last checkpoint
     (run / "params.npz").unlink()

@@ -236,12 +236,14 @@ def _errors_line(m: dict) -> str:
 
 
 def _lock_run(run_dir: Path):
-    """The lock of a finished run folder that a command writes into (``None`` where
-    ``run_dir`` holds no run: loading it says so, and nothing is created there)."""
+    """The lock of a finished run folder that a command writes into, as a context (none
+    where ``run_dir`` holds no run: loading it says so, and nothing is created there)."""
+    import contextlib
+
     from pinn import io
 
     if not (run_dir / "solution.json").is_file():
-        return None
+        return contextlib.nullcontext()
     return _user(io.lock_run_folder, run_dir)
 
 

@@ -59,13 +59,11 @@ def export_(
     named in the JSON sidecar written next to each file, with the units, the precision and
     the error measured against the model on the run's evaluation grid.
     """
+    import contextlib
+
     # into the run's own export/ folder: not while a solve writes the run
-    lock = _lock_run(run_dir) if out is None else None
-    try:
+    with _lock_run(run_dir) if out is None else contextlib.nullcontext():
         return _export(run_dir, out, format_, outputs, dtype, params, quiet)
-    finally:
-        if lock is not None:
-            lock.release()
 
 
 def _export(run_dir, out, format_, outputs, dtype, params, quiet) -> int:

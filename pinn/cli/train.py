@@ -366,16 +366,12 @@ def plot(
                                                    "the run's evaluation.resolution).")] = None,
 ):
     """Redraw the plots, metrics and report of a finished run."""
-    lock = _lock_run(run_dir)  # not while a solve writes the run
-    try:
+    with _lock_run(run_dir):  # not while a solve writes the run
         sol = _load_run(run_dir)
         ev = _run_config(run_dir).get("evaluation") or {}
         if resolution is not None:
             _user(sol.rescore, resolution)
         sol.save(run_dir, snapshots=ev.get("snapshots", 4))
-    finally:
-        if lock is not None:
-            lock.release()
     from pinn import io
 
     m = _user(io.read_json_file, run_dir / "metrics.json", "run's metrics")

@@ -633,19 +633,14 @@ class SSBroyden(LineSearch):
         whatever the step's fate (a step that is not accepted ends the stage, or goes on
         in float64 from the direction that stalled in float32), and a restart sets
         ``identity`` instead of writing the identity matrix."""
-        (m1, l1), (m0, l0) = new, old
-        x = ravel_pytree(params)[0]
-        zeros = jnp.zeros_like(x)
-        kept = {f: select(accept, getattr(m1, f), getattr(m0, f))
-                for f in m1._fields if f != "inv_hessian"}
-        start = dict(prev_params=zeros, prev_grad=zeros, prev_direction=zeros,
-                     count=jnp.zeros_like(m1.count), fresh=jnp.asarray(True),
-                     restarts=jnp.zeros_like(m1.restarts), identity=jnp.asarray(True))
-        memory = m1._replace(**{f: select(restart, start[f], v) for f, v in kept.items()})
-        fresh_line = LineState(jnp.asarray(jnp.inf, l1.value.dtype), zeros,
-                               jnp.zeros_like(l1.step), jnp.zeros_like(l1.trials))
-        line = select(restart, fresh_line, select(accept, l1, l0))
-        return memory, line
+        H = new[0].inv_hessian  # (a select between H and H is no pass: XLA drops it, and
+        # the identity matrix of init, then unused, with it)
+
+        def with_h(state: tuple, **more) -> tuple:
+            return state[0]._replace(inv_hessian=H, **more), state[1]
+
+        start = with_h(strong(self.init(params, total_steps)), identity=jnp.asarray(True))
+        return select(restart, start, select(accept, new, with_h(old)))
 
 
 @register("optimizer")
