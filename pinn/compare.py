@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -14,6 +13,7 @@ from pinn import evaluate as ev
 from pinn.io import write_json, write_text
 from pinn.report import plots
 from pinn.report.html import write_html
+from pinn.report.metrics import read_metrics
 from pinn.report.run import load_grid
 
 HEADER = ("method", "rel. L2", "max error", "wall time (s)", "peak memory (MB)",
@@ -39,10 +39,9 @@ def _per_field(d: Mapping | None) -> str:
 def comparison_rows(runs: Mapping[str, Path]) -> list[tuple[str, ...]]:
     rows = []
     for label, run in runs.items():
-        path = Path(run) / "metrics.json"
-        if not path.exists():
+        if not (Path(run) / "metrics.json").exists():
             raise FileNotFoundError(f"{run}: no metrics.json (is it a finished run folder?)")
-        m = json.loads(path.read_text())
+        m = read_metrics(run)
         size = m.get("dofs") if m.get("dofs") is not None else m.get("n_params")
         kind = "dofs" if m.get("dofs") is not None else "params"
         rows.append((label, _per_field(m.get("rel_l2")), _per_field(m.get("max_abs_error")),
@@ -149,7 +148,7 @@ def pinn_curve(run) -> tuple[list[float], list[float]]:
         if errs and row.get("time") is not None:
             ts.append(float(row["time"]))
             es.append(worst(errs))
-    m = json.loads((run / "metrics.json").read_text())
+    m = read_metrics(run)
     if m.get("wall_seconds") is not None:
         ts.append(float(m["wall_seconds"]))
         es.append(worst(m.get("rel_l2")))
@@ -276,7 +275,7 @@ def write_matched_comparison(out_dir, problem, pinn_run, study, fem_preds: Mappi
 
     out_dir = Path(out_dir)
     pinn_run = Path(pinn_run)
-    m = json.loads((pinn_run / "metrics.json").read_text())
+    m = read_metrics(pinn_run)
     err, secs = worst(m.get("rel_l2")), float(m.get("wall_seconds") or math.nan)
     verdict = matched_verdict(study, err, secs)
     rows = _matched_rows(verdict, pinn_run, m, err, secs, runs)

@@ -7,6 +7,16 @@ a torn one. Files are data (JSON, npz without pickles), never code. Files are cr
 with mode ``0o666`` less the umask (like ``open``), so colleagues sharing a project folder
 read them as they read any other file.
 
+A write that fails (a full disk, no permission, a read-only file system) raises
+:class:`WriteError`, an ``OSError`` naming the file (never its temporary) and saying what
+was kept: the old file, untouched, or none.
+
+Every file the package reads goes through :func:`regular_file` and the readers built on it
+(:func:`read_text_file`, :func:`read_bytes_file`, :func:`read_json_file`,
+:func:`read_npz_file`), and what a JSON file holds is checked against the kinds of value
+each key must hold (:class:`Kind`, :func:`check_json`): a fault is :class:`BadFile`, one
+line naming the file, the key, what it must be and what to do.
+
 A run folder is locked while a command writes into it (:func:`lock_run_folder`: an
 advisory ``flock`` on ``RUN/.lock``, released when the process ends, also by a crash or a
 kill), and whoever holds the lock removes the temporary files a killed writer left.
@@ -18,6 +28,7 @@ fault test can kill a process in the middle of a write (tests/test_faults.py).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -29,13 +40,32 @@ import time
 import uuid
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "BadFile",
+    "regular_file",
+    "read_text_file",
+    "read_bytes_file",
+    "read_json_file",
+    "read_npz_file",
+    "Kind",
+    "NUMBER",
+    "INTEGER",
+    "TEXT",
+    "BOOLEAN",
+    "list_of",
+    "mapping_of",
+    "mapping",
+    "check_json",
+    "WriteError",
+    "make_folder",
+    "refuse_special",
     "atomic_write",
     "write_text",
     "write_bytes",
@@ -81,38 +111,51 @@ class BadFile(ValueError):
     file, what is wrong and what to do)."""
 
 
+def _unreadable(p: Path, exc: OSError) -> BadFile:
+    return BadFile(f"{p}: cannot be read ({exc.strerror or exc}); make it (and the folders "
+                   "above it) readable")
+
+
 def regular_file(path: str | os.PathLike, what: str = "file") -> Path:
     """``path``, checked before anything opens it: a regular file (a link to one is
     followed). A FIFO, a device, a socket or a folder is refused with :class:`BadFile` (it
-    would block or never end); a missing file raises ``FileNotFoundError``."""
+    would block or never end), as is a file that cannot be reached (no permission); a
+    missing file raises ``FileNotFoundError``."""
     p = Path(path)
     try:
         mode = os.stat(p).st_mode
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(p)) from None
     except OSError as exc:
-        raise BadFile(f"{p}: cannot be read ({exc.strerror or exc}); check the path and its "
-                      "permissions") from None
+        raise _unreadable(p, exc) from None
     if not stat.S_ISREG(mode):
         raise BadFile(f"{p}: {_kind(mode)}, not a regular file; a {what} must be a regular "
                       "file: put one there")
     return p
 
 
-def read_text_file(path: str | os.PathLike, what: str = "file",
-                   limit: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of ``path`` (a leading byte-order mark dropped), checked by
-    :func:`regular_file` and at most ``limit`` bytes; :class:`BadFile` naming the fault."""
+def read_bytes_file(path: str | os.PathLike, what: str = "file",
+                    limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The bytes of ``path``, checked by :func:`regular_file` and at most ``limit`` bytes;
+    :class:`BadFile` naming the fault (a file without read permission included)."""
     p = regular_file(path, what)
     try:
         with open(p, "rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise BadFile(f"{p}: cannot be read ({exc.strerror or exc}); check its "
-                      "permissions") from None
+        raise _unreadable(p, exc) from None
     if len(data) > limit:
         raise BadFile(f"{p}: more than {limit} bytes, too large for a {what}; give the "
                       f"{what} it should be")
+    return data
+
+
+def read_text_file(path: str | os.PathLike, what: str = "file",
+                   limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of ``path`` (a leading byte-order mark dropped), read by
+    :func:`read_bytes_file`; :class:`BadFile` naming the fault."""
+    p = Path(path)
+    data = read_bytes_file(p, what, limit)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -142,16 +185,20 @@ def read_npz_file(path: str | os.PathLike, what: str = "npz file",
     file."""
     p = regular_file(path, what)
     try:
-        with zipfile.ZipFile(p) as zf:
+        fh = open(p, "rb")
+    except OSError as exc:  # (no permission: not damaged, closed to us)
+        raise _unreadable(p, exc) from None
+    try:
+        with fh, zipfile.ZipFile(fh) as zf:
             total = 0
             for info in zf.infolist():
                 if not info.filename.endswith(".npy"):
                     continue
-                with zf.open(info) as fh:
-                    version = np.lib.format.read_magic(fh)
+                with zf.open(info) as member:
+                    version = np.lib.format.read_magic(member)
                     read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                             else np.lib.format.read_array_header_2_0)
-                    shape, _, dtype = read(fh)
+                    shape, _, dtype = read(member)
                 if dtype.hasobject:
                     raise BadFile(f"{p}: the array {info.filename[:-4]!r} holds Python "
                                   "objects, which are never loaded; write numbers")
@@ -164,8 +211,9 @@ def read_npz_file(path: str | os.PathLike, what: str = "npz file",
                 if total > limit:
                     raise BadFile(f"{p}: its arrays hold more than {limit} bytes, too large "
                                   f"for a {what}")
-        with np.load(p, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
     except BadFile:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError,
@@ -173,6 +221,138 @@ def read_npz_file(path: str | os.PathLike, what: str = "npz file",
         why = str(exc) or type(exc).__name__
         raise BadFile(f"{p}: not a readable npz ({why}); the {what} is damaged or "
                       "truncated: write it again") from None
+
+
+# ---------------------------------------------------------------------------
+# what a JSON file holds: the kind of value at each key
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of JSON value a file must hold at a key: ``name`` (as messages say it) and
+    ``test`` (of the value itself); ``items``: the kind of every entry of a list or an
+    object; ``keys``: the kinds of an object's known keys (a key ending in ``*`` stands for
+    every key beginning so; other keys are free); ``required``: the keys it must have;
+    ``null``: null is allowed too (:meth:`or_null`)."""
+
+    name: str
+    test: Callable[[Any], bool]
+    items: Kind | None = None
+    keys: Mapping[str, Kind] | None = None
+    required: tuple[str, ...] = ()
+    null: bool = False
+
+    def or_null(self) -> Kind:
+        """This kind, or null."""
+        return replace(self, name=f"{self.name} or null", null=True)
+
+    def fault(self, value: Any, at: tuple = ()) -> tuple[tuple, Kind, Any] | None:
+        """``None`` when ``value`` is of this kind; else where the first fault is (the keys
+        and indices leading to it), the kind expected there and what is there."""
+        if value is None and self.null:
+            return None
+        if not self.test(value):
+            return at, self, value
+        for key in self.required if isinstance(value, dict) else ():
+            if key not in value:
+                return (*at, key), self._kind_of(key) or _ANY, _MISSING
+        if self.items is not None and isinstance(value, (dict, list)):
+            for k, v in value.items() if isinstance(value, dict) else enumerate(value):
+                found = self.items.fault(v, (*at, k))
+                if found is not None:
+                    return found
+        if self.keys is not None and isinstance(value, dict):
+            for k, v in value.items():
+                kind = self._kind_of(k)
+                found = None if kind is None else kind.fault(v, (*at, k))
+                if found is not None:
+                    return found
+        return None
+
+    def _kind_of(self, key: str) -> Kind | None:
+        keys = self.keys or {}
+        if key in keys:
+            return keys[key]
+        return next((kind for k, kind in keys.items()
+                     if k.endswith("*") and key.startswith(k[:-1])), None)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+NUMBER = Kind("a number", _is_number)
+INTEGER = Kind("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+TEXT = Kind("text", lambda v: isinstance(v, str))
+BOOLEAN = Kind("true or false", lambda v: isinstance(v, bool))
+_ANY = Kind("a value", lambda v: True)
+_MISSING = object()
+
+
+def list_of(kind: Kind, name: str = "a list") -> Kind:
+    """A list whose every entry is of ``kind``."""
+    return Kind(name, lambda v: isinstance(v, list), items=kind)
+
+
+def mapping_of(kind: Kind, name: str = "an object") -> Kind:
+    """An object (``{name: value}``) whose every value is of ``kind``."""
+    return Kind(name, lambda v: isinstance(v, dict), items=kind)
+
+
+def mapping(keys: Mapping[str, Kind], name: str = "an object",
+            required: tuple[str, ...] = ()) -> Kind:
+    """An object whose known ``keys`` hold values of their kinds (see :class:`Kind`)."""
+    return Kind(name, lambda v: isinstance(v, dict), keys=dict(keys), required=required)
+
+
+def _key_path(at: tuple) -> str:
+    """``rel_l2["u"]``, ``stages[0]``, ``loss.pde``: the keys leading to a value."""
+    out = ""
+    for i, k in enumerate(at):
+        if isinstance(k, int):
+            out += f"[{k}]"
+        elif i == 0 and k and k.isprintable() and not any(c in k for c in ' []"\''):
+            out += k
+        else:
+            out += f"[{json.dumps(k)}]"
+    return out
+
+
+def _shown(v: Any) -> str:
+    if v is _MISSING:
+        return "missing"
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f"the text {json.dumps(v[:40] + ('...' if len(v) > 40 else ''))}"
+    if isinstance(v, (int, float)):
+        return f"the number {v!r}"
+    if isinstance(v, list):
+        return "a list"
+    return "an object" if isinstance(v, dict) else type(v).__name__
+
+
+def check_json(value: Any, kind: Kind, path: str | os.PathLike, fix: str, *,
+               line: int | None = None) -> Any:
+    """``value`` (read from the file ``path``, at its ``line``) when it is of ``kind``; else
+    :class:`BadFile`: one line naming the file, the key, what it must be and what it is,
+    then ``fix`` (what to do)."""
+    found = kind.fault(value)
+    if found is None:
+        return value
+    at, want, got = found
+    where = f"{path}" + (f", line {line}" if line is not None else "")
+    if not at:
+        raise BadFile(f"{where}: must hold {want.name}, not {_shown(got)}; {fix}")
+    if got is _MISSING:
+        raise BadFile(f"{where}: {_key_path(at)} is missing; {fix}")
+    raise BadFile(f"{where}: {_key_path(at)} must be {want.name}, not {_shown(got)}; {fix}")
+
+
+# ---------------------------------------------------------------------------
+# writing: atomically, never onto a special file; a failure names the file
 
 
 def _fsync_dir(path: Path) -> None:
@@ -217,11 +397,42 @@ def refuse_special(path: str | os.PathLike) -> None:
                   "written", str(path))
 
 
+class WriteError(OSError):
+    """A file could not be written (a full disk, no permission, a read-only file system):
+    ``filename`` is the file (never its temporary), ``errno`` and ``strerror`` the
+    system's reason, ``kept`` what is left (its previous contents, or no file)."""
+
+    def __init__(self, path: str | os.PathLike, cause: OSError, kept: str) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.kept = kept
+
+    def __str__(self) -> str:
+        return f"{self.filename}: cannot be written ({self.strerror}); {self.kept}"
+
+
+def make_folder(folder: str | os.PathLike) -> Path:
+    """``folder``, made with its parents where missing; :class:`WriteError` naming it (and
+    the folder that could not be made) when they cannot be."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(folder, exc, f"the folder {exc.filename or folder} could not be made; "
+                         "nothing was written") from exc
+    return folder
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "wb") -> Path:
     """Call ``write(fh)`` on a temporary file beside ``path``, then rename it to ``path``
-    (never onto a FIFO, a device or a socket: :func:`refuse_special`)."""
+    (never onto a FIFO, a device or a socket: :func:`refuse_special`). A failure of the
+    file system is :class:`WriteError`, naming ``path`` and saying what was kept."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = (f"{path.name} keeps its previous contents" if os.path.lexists(path)
+            else f"{path.name} was not created")
+    try:
+        make_folder(path.parent)
+    except WriteError as exc:
+        raise WriteError(path, exc, exc.kept.replace("nothing was written", kept)) from exc
     refuse_special(path)
     tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
@@ -234,8 +445,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: st
             os.fsync(fh.fileno())
         _test_slow_write()
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError(path, exc, kept) from exc
         raise
     _fsync_dir(path.parent)
     return path
@@ -388,10 +602,11 @@ class RunLock:
 def lock_run_folder(folder: str | os.PathLike) -> RunLock:
     """Lock ``folder`` (created if missing) for this process, then remove the temporary
     files that killed writers left in it (:func:`remove_stale_temporaries`). Raises
-    :class:`FolderInUse` (a ``ValueError``) naming the folder and the process holding it."""
+    :class:`FolderInUse` (a ``ValueError``) naming the folder and the process holding it,
+    :class:`WriteError` when the folder or its lock file cannot be made."""
     folder = Path(folder)
     created = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     key = os.path.realpath(folder)
     if key in _HELD:  # this process holds it (a command, then the API inside it)
         _HELD[key][1] += 1
@@ -404,13 +619,20 @@ def lock_run_folder(folder: str | os.PathLike) -> RunLock:
     if mode is not None and not stat.S_ISREG(mode):  # a planted link or FIFO: never opened
         raise OSError(errno.EEXIST, f"the lock file is {_kind(mode)}, not a regular file; "
                       "remove it (a run folder's lock is a plain file)", str(lock))
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                 | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as exc:
+        raise WriteError(lock, exc, "nothing in the folder was changed") from exc
     if not _try_lock(fd):
         os.close(fd)
         raise _in_use(folder, _holder(lock))
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError as exc:  # (a full disk: not even the PID fits)
+        os.close(fd)
+        raise WriteError(lock, exc, "nothing else in the folder was changed") from exc
     remove_stale_temporaries(folder)
     _HELD[key] = [fd, 1]
     return RunLock(folder, fd, created, key)
@@ -554,23 +776,25 @@ def write_command(run_dir: str | os.PathLike, file: str | os.PathLike, overrides
     return write_json(path, {"file": os.path.abspath(file), "overrides": [*before, *overrides]})
 
 
+#: What ``command.json`` holds (:func:`write_command`).
+_COMMAND = mapping({"file": TEXT, "overrides": list_of(TEXT, "a list of texts")},
+                   'an object {"file": PATH, "overrides": [TEXT, ...]}',
+                   required=("file", "overrides"))
+
+
 def read_command(run_dir: str | os.PathLike) -> dict:
     """``command.json`` of a run folder (``file``, ``overrides``); ``ValueError`` naming the
-    fix when it is missing or not what :func:`write_command` writes."""
+    fix when it is missing, and :class:`BadFile` (one) when it is not what
+    :func:`write_command` writes."""
     path = Path(run_dir) / COMMAND_FILE
+    redo = (f"resume with `pinn solve FILE --out {run_dir} --resume` and the run's --set "
+            "overrides")
     try:
         data = read_json_file(path, "run's command")
     except FileNotFoundError:
-        raise ValueError(f"{run_dir}: no {COMMAND_FILE} (a run of an older pinn); resume with "
-                         f"`pinn solve FILE --out {run_dir} --resume` and the run's --set "
-                         "overrides") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read it ({exc})") from None
-    if (not isinstance(data, dict) or not isinstance(data.get("file"), str)
-            or not isinstance(data.get("overrides"), list)
-            or not all(isinstance(s, str) for s in data["overrides"])):
-        raise ValueError(f"{path}: expected {{\"file\": PATH, \"overrides\": [TEXT, ...]}}")
-    return data
+        raise ValueError(f"{run_dir}: no {COMMAND_FILE} (a run of an older pinn); {redo}"
+                         ) from None
+    return check_json(data, _COMMAND, path, f"the run's command is damaged: {redo}")
 
 
 def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:

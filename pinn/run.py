@@ -10,7 +10,6 @@ checkpoint and resume from process 0's (the folder must be on a shared file syst
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -26,14 +25,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pinn import compile_cache, marching, serialize
+from pinn import compile_cache, io, marching, serialize
 from pinn import evaluate as ev
 from pinn.distributed import is_main, to_host
 from pinn.io import write_json, write_jsonl, write_npz
 from pinn.network import build_network
 from pinn.plan import Plan, Planning, make_plan
 from pinn.report import write_run
-from pinn.report.metrics import peak_memory_mb
+from pinn.report.metrics import PER_NAME, peak_memory_mb
 from pinn.solution import Solution
 from pinn.train import Fixed, TrainingDiverged, TrainResult, run
 from pinn.train.core import compiler_options
@@ -172,8 +171,6 @@ class Run:
             import contextlib
 
             return contextlib.nullcontext()
-        from pinn import io
-
         lock = io.lock_run_folder(self.out_dir)
         done = [n for n in (serialize.PARAMS_FILE, "metrics.json", serialize.SOLUTION_FILE,
                             "checkpoints", "windows")
@@ -471,12 +468,21 @@ WINDOW_METRICS = "window.json"
 _KEPT = ("steps_done", "train_seconds", "compile_seconds", "rel_l2", "loss")
 
 
+#: what ``window.json`` holds (each key optional; a resumed run adds them up)
+_WINDOW = io.mapping({"steps_done": io.INTEGER, "train_seconds": io.NUMBER,
+                      "compile_seconds": io.NUMBER, "rel_l2": PER_NAME, "loss": PER_NAME},
+                     "an object (a window's metrics)")
+
+
 def _read_metrics(wdir: Path) -> dict:
-    try:
-        data = json.loads((wdir / WINDOW_METRICS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    """A finished window's ``window.json`` (``{}`` where it has none); a damaged one is
+    :class:`pinn.io.BadFile`, naming it."""
+    path = wdir / WINDOW_METRICS
+    if not path.exists():
         return {}
-    return data if isinstance(data, dict) else {}
+    return io.check_json(io.read_json_file(path, "window's metrics"), _WINDOW, path,
+                         f"the window's metrics are damaged: remove {wdir} to train that "
+                         "window again")
 
 
 def _window(run: Run, k: int, wrun: Run, wdir: Path | None, done: bool,
@@ -495,7 +501,6 @@ def _window(run: Run, k: int, wrun: Run, wdir: Path | None, done: bool,
         sol_k = wrun.train(**{**extra, **loop_overrides})
     net, rows, metrics = sol_k.params["net"], sol_k.history, sol_k.metrics
     if wdir is not None and is_main():  # many processes: process 0 writes
-        wdir.mkdir(parents=True, exist_ok=True)
         write_jsonl(wdir / serialize.HISTORY_FILE, rows)
         write_json(wdir / WINDOW_METRICS, {k: metrics[k] for k in _KEPT if k in metrics})
         # last: a window counts as finished once its parameters are written

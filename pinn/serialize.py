@@ -71,12 +71,13 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from pinn import marching, problem
+from pinn import evaluate as ev
+from pinn import io, marching, problem
 from pinn.data import ANY, NUMERIC, NotData, Reader, Writer, init_fields, registered
 from pinn.io import clean_json, read_json_file, read_npz_file, write_json, write_npz
 from pinn.network import build_network
 from pinn.problem import problem_to_data
-from pinn.report.metrics import versions
+from pinn.report.metrics import METRICS, versions
 from pinn.train.history import read_history
 from pinn.train.spec import precision_scope
 
@@ -95,6 +96,21 @@ HISTORY_FILE = "history.jsonl"
 LEGACY_FILE = "solution.pkl"
 
 _KINDS = ("domain", "condition", "reference", "model")
+
+#: What ``solution.json`` holds at the keys :func:`read_solution` reads (the problem and
+#: the model are checked as they are read: :func:`problem_from_data`, :func:`from_data`).
+_SOLUTION = io.mapping({
+    "reloadable": io.BOOLEAN, "not_data": io.TEXT.or_null(),
+    "problem": io.mapping({"name": io.TEXT}, "an object (the problem as data)").or_null(),
+    "model": io.mapping({}, "an object (the network spec)").or_null(),
+    "seed": io.INTEGER,
+    "precision": io.Kind("32 or 64", lambda v: io.INTEGER.test(v) and v in (32, 64)),
+    "resolution": io.Kind("an integer or a list of integers (grid points per axis)",
+                          lambda v: io.INTEGER.test(v) or isinstance(v, list),
+                          items=io.INTEGER, null=True),
+    "metrics": METRICS.or_null(),
+    "windows": io.list_of(io.NUMBER, "a list of the time windows' edges").or_null(),
+}, "an object (a saved solution)")
 
 
 def _load_kinds() -> None:
@@ -318,6 +334,7 @@ def read_solution(directory: str | os.PathLike) -> dict:
         raise ValueError(f"{path}: expected a JSON object (a saved solution), got "
                          f"{type(doc).__name__}")
     version = _format_version(doc, path)
+    io.check_json(doc, _SOLUTION, path, "the saved solution is damaged: train again")
     seed, precision = doc.get("seed", 0), doc.get("precision", 32)
     if not doc.get("reloadable", False):
         raise ValueError(
@@ -325,18 +342,24 @@ def read_solution(directory: str | os.PathLike) -> dict:
             f"({doc.get('not_data')}); rebuild it in Python from the same problem and model: "
             f"pinn.Solution(problem, model, pinn.serialize.load_params({str(d)!r}), "
             f"seed={seed!r}, precision={precision!r})")
-    if isinstance(seed, bool) or not isinstance(seed, int) or precision not in (32, 64):
-        raise ValueError(f"{path}: seed {seed!r} / precision {precision!r} are not an integer "
-                         "and 32 or 64")
     arrays = _read_npz(d / PARAMS_FILE)
-    prob = problem_from_data(doc.get("problem"), arrays)
-    model = from_data(doc.get("model"), "model", arrays, where="model")
+    try:
+        prob = problem_from_data(doc.get("problem"), arrays)
+        model = from_data(doc.get("model"), "model", arrays, where="model")
+    except ValueError as exc:  # (what the problem or the model holds: named by its key)
+        raise io.BadFile(f"{path}: {exc}") from None
     _check_size(model, arrays, path)
     windows = doc.get("windows")
-    if windows is not None and (not isinstance(windows, list) or len(windows) < 3 or not all(
-            isinstance(e, (int, float)) and not isinstance(e, bool) for e in windows)):
-        raise ValueError(f"{path}: 'windows' must list the time windows' edges (3 or more "
-                         f"numbers), got {windows!r}")
+    if windows is not None and len(windows) < 3:
+        raise io.BadFile(f"{path}: windows must list the time windows' edges (3 or more "
+                         f"numbers), not {len(windows)}; the saved solution is damaged: "
+                         "train again")
+    resolution = doc.get("resolution")
+    try:
+        ev.check_resolution(resolution, len(prob.inputs))
+    except ValueError as exc:
+        raise io.BadFile(f"{path}: {exc}; the saved solution is damaged: train again"
+                         ) from None
     with precision_scope(precision):
         _, net = build_network(prob, model, seed)
     if windows is not None:  # one network per time window, all of the same shape
@@ -346,7 +369,6 @@ def read_solution(directory: str | os.PathLike) -> dict:
     params = restore_params({k: v for k, v in arrays.items()
                              if k.split("/")[0] in ("net", "pde")}, template,
                             where=str(d / PARAMS_FILE))
-    resolution = doc.get("resolution")
     return {"problem": prob, "model": model, "params": params, "seed": seed,
             "precision": precision, "metrics": doc.get("metrics") or {},
             "history": read_history(d / HISTORY_FILE),

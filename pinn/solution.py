@@ -34,10 +34,6 @@ def _chunks(a: np.ndarray, size: int):
         yield a[i:i + size]
 
 
-#: The most points an evaluation grid may have (``rescore``/``pinn plot --resolution``).
-MAX_GRID_POINTS = 50_000_000
-
-
 class Solution:
     """A trained PINN: evaluate fields and derivative expressions, errors, save/load.
 
@@ -189,19 +185,9 @@ class Solution:
     def rescore(self, resolution=None) -> dict:
         """Score on another evaluation grid and make it the run's: ``metrics`` then hold
         its errors (what ``pinn plot --resolution`` does before saving). ``ValueError`` for a
-        resolution below 2 or a grid of more than :data:`MAX_GRID_POINTS` points."""
-        if resolution is not None:
-            per = [resolution] if isinstance(resolution, int) else list(resolution)
-            if any(isinstance(r, bool) or not isinstance(r, int) or r < 2 for r in per):
-                raise ValueError(f"resolution {resolution!r}: give an integer of at least 2 "
-                                 "(grid points per axis)")
-            dims = len(self.problem.inputs)
-            n = float(np.prod([float(r) for r in per])) * (
-                float(per[0]) ** (dims - 1) if len(per) == 1 else 1.0)
-            if n > MAX_GRID_POINTS:
-                raise ValueError(f"resolution {resolution!r}: a grid of {n:.3g} points over "
-                                 f"{dims} inputs, more than {MAX_GRID_POINTS:,}; give a "
-                                 "smaller resolution")
+        resolution below 2 or a grid of more than :data:`pinn.evaluate.MAX_GRID_POINTS`
+        points (:func:`pinn.evaluate.check_resolution`)."""
+        ev.check_resolution(resolution, len(self.problem.inputs))
         self.resolution = resolution
         self.metrics.update(self.score().metrics())
         return self.metrics
@@ -228,7 +214,6 @@ class Solution:
         errors, plots, ``metrics.json``, ``history.jsonl`` and ``report.md``
         (:func:`pinn.report.write_run`), without it ``history.jsonl``. Returns the folder."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
         serialize.save_solution(d, self)
         if report:
             write_run(d, self.problem, self.score(), self.metrics, history=self.history,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinn import io
+from pinn.report.metrics import read_metrics
 
 __all__ = ["Vary", "parse_vary", "expand", "RunSpec", "sweep", "summarize", "BACKENDS"]
 
@@ -125,7 +126,7 @@ class RunSpec:
 
 def _run_one(spec: RunSpec, timeout: float | None = None) -> dict:
     """Run ``spec`` in a child process; never raises for the run's own failure."""
-    spec.folder.mkdir(parents=True, exist_ok=True)
+    io.make_folder(spec.folder)
     env = {**os.environ}
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # runs may share an accelerator
     t0 = time.perf_counter()
@@ -161,12 +162,25 @@ def _run_one(spec: RunSpec, timeout: float | None = None) -> dict:
     return record
 
 
+#: what a run's ``sweep.json`` holds (:func:`_run_one` writes it)
+_RECORD = io.mapping({"status": io.TEXT, "error": io.TEXT.or_null(),
+                      "point": io.mapping({})}, "an object (a sweep run's record)",
+                     required=("status",))
+
+
+def _read_record(folder: Path) -> dict:
+    """A run's ``sweep.json``, checked; ``FileNotFoundError`` or :class:`pinn.io.BadFile`."""
+    path = folder / "sweep.json"
+    return io.check_json(io.read_json_file(path, "sweep run's record"), _RECORD, path,
+                         "the record is damaged: run the sweep again with --resume")
+
+
 def _finished(folder: Path) -> bool:
     try:
-        rec = json.loads((folder / "sweep.json").read_text())
+        rec = _read_record(folder)
     except (OSError, ValueError):
         return False
-    return rec.get("status") == "done" and (folder / "metrics.json").exists()
+    return rec["status"] == "done" and (folder / "metrics.json").exists()
 
 
 def _local(specs: Sequence[RunSpec], workers: int, timeout: float | None,
@@ -286,7 +300,7 @@ def sweep(file: str | os.PathLike, varies: Sequence[Vary | str], folder: str | o
                          "--resume (finished runs are kept), or give a new --out")
     if resume and not folder.is_dir():
         raise ValueError(f"{folder}: no sweep folder to resume")
-    folder.mkdir(parents=True, exist_ok=True)
+    io.make_folder(folder)
     io.write_text(folder / "sweep.json", json.dumps(
         {"file": str(Path(file).resolve()), "vary": [
             {"key": k, "values": list(dict.fromkeys(p.point[k] for p in specs))}
@@ -306,19 +320,24 @@ def sweep(file: str | os.PathLike, varies: Sequence[Vary | str], folder: str | o
 
 def _record(spec: RunSpec) -> dict:
     try:
-        rec = json.loads((spec.folder / "sweep.json").read_text())
-    except (OSError, ValueError):
+        rec = _read_record(spec.folder)
+    except FileNotFoundError:
         rec = {"status": "failed", "error": "never ran (no sweep.json)"}
+    except (OSError, ValueError) as exc:  # (BadFile: one line naming the file)
+        rec = {"status": "failed", "error": str(exc)}
     if rec.get("status") == "running":  # the sweep itself was stopped during this run
         rec = {**rec, "status": "failed", "error": "stopped while running; --resume continues"}
     return rec
 
 
-def _metrics(folder: Path) -> dict:
+def _metrics(folder: Path) -> tuple[dict, str]:
+    """A run's ``metrics.json``, checked, or ``{}`` and why not."""
     try:
-        return json.loads((folder / "metrics.json").read_text())
-    except (OSError, ValueError):
-        return {}
+        return read_metrics(folder), ""
+    except FileNotFoundError:
+        return {}, "no metrics.json"
+    except (OSError, ValueError) as exc:  # (BadFile: one line naming the file)
+        return {}, str(exc)
 
 
 def _number(v: str) -> float | None:
@@ -334,14 +353,14 @@ def summarize(folder: str | os.PathLike, specs: Sequence[RunSpec]) -> SweepResul
     folder = Path(folder)
     rows, fields = [], []
     for s in specs:
-        rec, m = _record(s), _metrics(s.folder)
+        rec, (m, why) = _record(s), _metrics(s.folder)
         status = "done" if rec.get("status") == "done" and m else "failed"
         errors = m.get("rel_l2") or {}
         for f in errors:
             if f not in fields:
                 fields.append(f)
         row = {"run": s.name, **s.point, "status": status,
-               "error": "" if status == "done" else rec.get("error") or "no metrics.json",
+               "error": "" if status == "done" else rec.get("error") or why,
                "steps": m.get("steps_done"), "seconds": m.get("wall_seconds"),
                "loss": sum(m["loss"].values()) if m.get("loss") else None,
                **{f"rel_l2_{f}": v for f, v in errors.items()},

@@ -191,7 +191,7 @@ def _prepare(built, out: Path | None, resume: bool, suffix: str = "", *,
         except OSError as exc:
             _remove_new_folder(new)
             raise UserError(f"{run_dir}: cannot write the run folder ({exc.strerror or exc}); "
-                            f"{_OS_FIX.get(exc.errno, 'give another --out')}") from None
+                            f"{_write_fix(exc.errno, has_out=True)}") from None
     else:
         raise UserError(f"{run_dir}: every run folder of {built.name} is in use; give --out")
     try:
@@ -205,7 +205,7 @@ def _prepare(built, out: Path | None, resume: bool, suffix: str = "", *,
         lock.release()
         _remove_new_folder(new)  # an error before training: leave nothing behind
         if isinstance(exc, OSError) and exc.errno in _USER_ERRNOS:
-            raise UserError(_os_error_line(exc)) from None
+            raise UserError(_os_error_line(exc, has_out=True)) from None
         raise
     return run_dir, lock
 
@@ -312,20 +312,49 @@ def _subcommand(args: list[str], *, show: bool = False) -> None:
 _USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
                 errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.ENAMETOOLONG,
                 errno.ELOOP}
-_OS_FIX = {errno.ENOSPC: "free some space or give another --out",
-           errno.EDQUOT: "free some space or give another --out",
-           errno.EROFS: "give a writable --out", errno.EACCES: "give a writable --out",
-           errno.EPERM: "give a writable --out",
-           errno.ENOTDIR: "a file is in the way: remove it or give another --out",
-           errno.EEXIST: "a file is in the way: remove it or give another --out",
-           errno.EISDIR: "a folder is in the way: remove it or give another path"}
 
 
-def _os_error_line(exc: OSError) -> str:
-    """``PATH: cannot write (No space left on device); free some space ...``."""
+#: what to do when a file cannot be written, by the system's reason (errno)
+_REMEDY = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space (the quota is full)",
+           errno.EROFS: "the file system is read-only: make it writable",
+           errno.EACCES: "make its folder writable", errno.EPERM: "make its folder writable",
+           errno.ENOTDIR: "a file is in the way: remove it",
+           errno.EEXIST: "a file is in the way: remove it",
+           errno.EISDIR: "a folder is in the way: remove it"}
+
+
+def _write_fix(code: int | None, *, has_out: bool) -> str:
+    """What to do when a file cannot be written (``code``: its errno); ``has_out``: the
+    command takes --out, another place to write (``pinn plot`` does not)."""
+    remedy = _REMEDY.get(code, "check the path")
+    return f"{remedy} or give another --out" if has_out else remedy
+
+
+def _os_error_line(exc: OSError, *, has_out: bool) -> str:
+    """One line for a failure of the file system: a write names the file and what was kept
+    (:class:`pinn.io.WriteError`: ``PATH: cannot be written (No space left on device);
+    params.npz keeps its previous contents; free some space ...``), a read says the file
+    cannot be read; each says what to do (``--out`` only where the command has it)."""
+    from pinn.io import WriteError
+
+    if isinstance(exc, WriteError):
+        return f"{exc}; {_write_fix(exc.errno, has_out=has_out)}"
     path = exc.filename if exc.filename is not None else "a file"
-    fix = _OS_FIX.get(exc.errno, "check the path")
-    return f"{path}: {exc.strerror or exc}; {fix}"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"{path}: cannot be read ({exc.strerror}); make it (and the folders above it) "
+                "readable")
+    return f"{path}: {exc.strerror or exc}; {_write_fix(exc.errno, has_out=has_out)}"
+
+
+def _has_out(argv: list[str] | None) -> bool:
+    """Whether the command of ``argv`` (default: this process's) has an --out option."""
+    import typer.main
+
+    args = sys.argv[1:] if argv is None else argv
+    name = next((a for a in args if not a.startswith("-")), None)
+    command = typer.main.get_command(app).commands.get(name) if name else None
+    return command is not None and any("--out" in getattr(p, "opts", ())
+                                       for p in command.params)
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
@@ -379,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if exc.errno not in _USER_ERRNOS or debug:
             raise
-        _err(_os_error_line(exc))
+        _err(_os_error_line(exc, has_out=_has_out(argv)))
         return EXIT_INPUT
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 1
         from pinn.config import ConfigError

@@ -185,13 +185,12 @@ def compare(
     chosen = _compare_elements(built, elements, max_level_seconds)
     _fresh(out, "pinn compare")
     out_dir = _user(io.run_folder, out, built.name, False, "-compare")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    io.make_folder(out_dir)
     pinn_run = _compare_pinn_run(file, built, pinn_run, out_dir, set_, sets_in, quiet)
-    import json
-
     from pinn.fem.study import refine, worst
+    from pinn.report.metrics import read_metrics
 
-    m = json.loads((pinn_run / "metrics.json").read_text())
+    m = read_metrics(pinn_run)
     err, secs = worst(m.get("rel_l2")), float(m.get("wall_seconds") or 0.0)
     _out(f"PINN: rel. L2 {err:.3e} in {secs:.3g} s; refining FEM ({', '.join(chosen)})", quiet)
     res = built.spec.evaluation.resolution

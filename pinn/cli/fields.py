@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from pinn.cli import EXIT_OK, QuietOpt, UserError, _examples, _load_run, _out, _user, app
+from pinn.cli import (
+    EXIT_OK,
+    QuietOpt,
+    UserError,
+    _examples,
+    _load_run,
+    _os_error_line,
+    _out,
+    _user,
+    app,
+)
 
 FieldsRunArg = Annotated[Path, typer.Argument(
     metavar="RUN", help="A run folder written by `pinn solve` (a PINN) or `pinn fem`.",
@@ -100,7 +110,7 @@ def export_fields(
         written = F.write(fields, path, format_)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    except OSError as exc:
-        raise UserError(f"--out {path}: cannot be written ({exc.strerror or exc})") from None
+    except OSError as exc:  # a full disk, no permission: the file and what was kept
+        raise UserError(_os_error_line(exc, has_out=True)) from None
     _out(f"{written[0]}: {F.describe(fields)}", quiet)
     return EXIT_OK

@@ -39,6 +39,7 @@ from pinn.cli import (
     _prepare,
     _run_config,
     _user,
+    _write_fix,
     app,
 )
 
@@ -285,9 +286,13 @@ def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log
                       snapshots=ev.snapshots)
     for line in run.plan.lines() if run.plan.choices else ():
         _out(f"plan: {line}", quiet)
+    from pinn.io import WriteError
+
     try:
         with _warning_lines():
             sol = run.train()
+    except WriteError as exc:  # a full disk, no permission: the checkpoints say what is kept
+        raise UserError(_write_failed(exc, run_dir)) from None
     except KeyboardInterrupt as exc:
         ckpt_dir = run_dir / "checkpoints"
         windows_done = any((run_dir / "windows").glob("w*/params.npz"))  # time marching
@@ -305,6 +310,21 @@ def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log
          + (f"; learned {learned}" if learned else ""), quiet)
     _out(f"report: {run_dir / 'report.md'}", quiet)
     return EXIT_OK
+
+
+def _write_failed(exc, run_dir: Path) -> str:
+    """The line for a file that could not be written while training (``exc``: its
+    :class:`pinn.io.WriteError`): the file, what was kept of it, the last good checkpoint
+    and how to go on from it."""
+    from pinn.train.checkpoint import latest_checkpoint
+
+    folders = [run_dir / "checkpoints", *sorted((run_dir / "windows").glob("w*/checkpoints"))]
+    found = [c for d in folders if (c := latest_checkpoint(d)) is not None]
+    last = max(found, key=lambda c: c.stat().st_mtime, default=None)
+    kept = ("no checkpoint was written yet (the run starts again)" if last is None else
+            f"the last good checkpoint, {last.relative_to(run_dir)}, is kept")
+    return (f"{exc}; {kept}: {_write_fix(exc.errno, has_out=False)}, then continue with: "
+            f"pinn solve --resume --out {shlex.quote(str(run_dir))}")
 
 
 @app.command(epilog=_examples("pinn validate problems/heat2d.yaml",

@@ -21,7 +21,9 @@ from pinn.evaluate.errors import (
     up_to_constant,
 )
 from pinn.evaluate.grid import (
+    MAX_GRID_POINTS,
     EvaluationGrid,
+    check_resolution,
     default_params,
     default_resolution,
     evaluation_grid,
@@ -32,7 +34,8 @@ from pinn.evaluate.grid import (
 from pinn.evaluate.truth import Truth, exact_values, has_truth, truth
 
 __all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
-           "Truth", "truth", "exact_values", "has_truth", "Score", "score", "field_errors",
-           "up_to_constant", "predict_in_chunks", "param_grid", "default_params", "with_params",
+           "check_resolution", "MAX_GRID_POINTS", "Truth", "truth", "exact_values",
+           "has_truth", "Score", "score", "field_errors", "up_to_constant",
+           "predict_in_chunks", "param_grid", "default_params", "with_params",
            "score_over_params", "score_at_points", "in_time_window", "free_part",
            "point_times"]

@@ -8,10 +8,15 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
-           "param_grid", "default_params", "with_params"]
+           "check_resolution", "MAX_GRID_POINTS", "param_grid", "default_params",
+           "with_params"]
 
 #: Nodes per space axis by space dimension when no resolution is given.
 _SPACE_NODES = {1: 201, 2: 101, 3: 41}
+
+#: The most points an evaluation grid may have (a run's resolution, ``pinn plot
+#: --resolution``).
+MAX_GRID_POINTS = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,23 @@ def default_resolution(space_dim: int, has_time: bool, n: int | None = None) -> 
         res = [min(n, cap)] * space_dim
         n_time = n if space_dim == 1 else 11
     return res + ([n_time] if has_time else [])
+
+
+def check_resolution(resolution, dims: int) -> None:
+    """Raise ``ValueError`` unless ``resolution`` (None, an integer, or one integer per
+    coordinate) gives at least 2 nodes per axis and a grid of at most
+    :data:`MAX_GRID_POINTS` points over ``dims`` inputs."""
+    if resolution is None:
+        return
+    per = [resolution] if isinstance(resolution, int) else list(resolution)
+    if not per or any(isinstance(r, bool) or not isinstance(r, int) or r < 2 for r in per):
+        raise ValueError(f"resolution {resolution!r}: give an integer of at least 2 "
+                         "(grid points per axis)")
+    n = float(np.prod([float(r) for r in per])) * (
+        float(per[0]) ** (dims - 1) if len(per) == 1 else 1.0)
+    if n > MAX_GRID_POINTS:
+        raise ValueError(f"resolution {resolution!r}: a grid of {n:.3g} points over {dims} "
+                         f"inputs, more than {MAX_GRID_POINTS:,}; give a smaller resolution")
 
 
 def evaluation_grid(problem, resolution: int | Sequence[int] | None = None) -> EvaluationGrid:

@@ -28,12 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from pinn.export import sidecar
-from pinn.export.graph import DTYPES, ExportError, Graph, build_graph, split_outputs
+from pinn.export.graph import DTYPES, ExportError, Graph, Program, build_graph, split_outputs
 
 __all__ = ["export", "export_run", "load", "source_of", "Artefact", "Loaded", "ExportError",
-           "Graph", "build_graph", "split_outputs", "FORMATS", "DTYPES", "FLOAT32_TOLERANCE"]
+           "Graph", "Program", "build_graph", "split_outputs", "FORMATS", "DTYPES",
+           "FLOAT32_TOLERANCE"]
 
-FORMATS = ("stablehlo", "onnx")
+FORMATS = sidecar.KINDS
 #: a float32 artefact further than this (relative L2, any output) from the model is warned of
 FLOAT32_TOLERANCE = 1e-5
 
@@ -63,11 +64,12 @@ class Artefact:
 
 @dataclass(frozen=True)
 class Loaded:
-    """An exported file read back: ``fn(points[N, d]) -> values[N, k]`` and its sidecar."""
+    """An exported file read back: ``fn(points[N, d]) -> values[N, k]`` (its format's
+    :class:`~pinn.export.graph.Program`) and its sidecar."""
 
     path: Path
     meta: dict
-    fn: object
+    fn: Program
 
     @property
     def inputs(self) -> list[str]:
@@ -91,12 +93,16 @@ class Loaded:
 
 
 def load(path: str | os.PathLike) -> Loaded:
-    """Read an artefact written by :func:`export` (its kind from the sidecar)."""
+    """Read an artefact written by :func:`export` (its kind from the sidecar); a sidecar
+    that does not describe it (its columns, its digest) is refused, naming the sidecar
+    (:func:`pinn.export.sidecar.check_artefact`)."""
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{p}: no such exported file")
     meta = sidecar.read(p)
-    return Loaded(p, meta, _module(meta["kind"]).load(p))
+    program = _module(meta["kind"]).load(p)
+    sidecar.check_artefact(meta, p, program.inputs, program.outputs)
+    return Loaded(p, meta, program)
 
 
 def _errors(values: np.ndarray, ref: np.ndarray, names: Sequence[str]) -> dict:
@@ -204,7 +210,6 @@ def export(solution, out: str | os.PathLike, *, formats: str | Sequence[str] = "
     done = []
     for kind, dtype in pairs:
         path = out if single else out / _file_name(solution.problem.name, kind, dtype)
-        path.parent.mkdir(parents=True, exist_ok=True)
         meta = _meta(solution, graph, kind, dtype, source, run)
         meta.update(_module(kind).write(graph, path, dtype))
         fn = _module(kind).load(path)
@@ -242,5 +247,7 @@ def export_run(run_dir: str | os.PathLike, out: str | os.PathLike | None = None,
 
 def source_of(run_dir: str | os.PathLike) -> str | None:
     """The problem's source text of a run folder: its resolved ``config.yaml``, or None."""
+    from pinn.io import read_text_file
+
     cfg = Path(run_dir) / "config.yaml"
-    return cfg.read_text(encoding="utf-8") if cfg.is_file() else None
+    return read_text_file(cfg, "run's configuration") if cfg.is_file() else None

@@ -9,7 +9,7 @@ float32 trace is the one truth each artefact is a lowering of.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,13 +17,17 @@ import numpy as np
 
 from pinn.dsl.parser import split_expressions
 
-__all__ = ["ExportError", "Graph", "build_graph", "in_dtype", "split_outputs", "DTYPES"]
+__all__ = ["ExportError", "Graph", "Program", "build_graph", "in_dtype", "split_outputs",
+           "DTYPES"]
 
 #: constants up to this many elements computed from constants are folded into one
 _FOLD_MAX = 1 << 22
 
 #: compute precisions of an export (int8: ONNX dynamic quantisation of the weights)
 DTYPES = ("float32", "float16", "bfloat16", "int8")
+
+#: the largest exported file read back (ONNX's own limit)
+MAX_ARTEFACT_BYTES = 2**31
 
 
 class ExportError(ValueError):
@@ -41,6 +45,29 @@ def split_outputs(text: str | Sequence[str] | None) -> list[str] | None:
         return split_expressions(text)
     except ValueError as exc:
         raise ExportError(f"--outputs {exc}") from None
+
+
+@dataclass(frozen=True)
+class Program:
+    """An exported file read back by its format's ``load``: ``fn(points[N, d]) ->
+    values[N, k]`` (NumPy in and out), and the widths its graph declares, ``inputs`` (d)
+    and ``outputs`` (k), None where the graph leaves one open."""
+
+    fn: Callable[[Any], Any]
+    inputs: int | None
+    outputs: int | None
+
+    def __call__(self, points):
+        return self.fn(points)
+
+
+def width(shape) -> int | None:
+    """The number of columns of ``shape`` (``[N, k]``, ``N`` symbolic), None when it is not
+    a fixed number."""
+    if len(shape) != 2:
+        return None
+    k = shape[1]
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
 
 
 @dataclass

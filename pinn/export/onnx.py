@@ -200,15 +200,20 @@ def write(graph, path: str | os.PathLike, dtype: str = "float32") -> dict:
 
 def load(path: str | os.PathLike):
     """``f(points[N, d]) -> values[N, k]`` (NumPy in, NumPy out) from an ONNX file, on
-    onnxruntime's CPU provider."""
+    onnxruntime's CPU provider, as a :class:`pinn.export.graph.Program` (with the ``d`` and
+    ``k`` the model declares)."""
     import numpy as np
+
+    from pinn.export.graph import MAX_ARTEFACT_BYTES, Program, width
+    from pinn.io import read_bytes_file
 
     ort = require("onnxruntime")
     p = Path(path)
+    data = read_bytes_file(p, "ONNX file", limit=MAX_ARTEFACT_BYTES)
     try:
         opts = ort.SessionOptions()
         opts.log_severity_level = 3  # errors only: not the CPU provider's fp16 casts
-        sess = ort.InferenceSession(str(p), opts, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own error types
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"{p}: onnxruntime {ort.__version__} cannot load it ({first})"
@@ -218,4 +223,4 @@ def load(path: str | os.PathLike):
     def f(points):
         return sess.run(None, {name: np.asarray(points, dtype=np.float32)})[0]
 
-    return f
+    return Program(f, width(sess.get_inputs()[0].shape), width(sess.get_outputs()[0].shape))

@@ -59,14 +59,19 @@ def write(graph, path: str | os.PathLike, dtype: str = "float32") -> dict:
 
 
 def load(path: str | os.PathLike):
-    """``f(points[N, d]) -> values[N, k]`` (NumPy in, NumPy out) from a StableHLO file."""
+    """``f(points[N, d]) -> values[N, k]`` (NumPy in, NumPy out) from a StableHLO file, as a
+    :class:`pinn.export.graph.Program` (with the ``d`` and ``k`` the module declares)."""
     import jax
     import numpy as np
     from jax import export as jex
 
+    from pinn.export.graph import MAX_ARTEFACT_BYTES, Program, width
+    from pinn.io import read_bytes_file
+
     p = Path(path)
+    data = read_bytes_file(p, "StableHLO file", limit=MAX_ARTEFACT_BYTES)
     try:
-        exp = jex.deserialize(bytearray(p.read_bytes()))
+        exp = jex.deserialize(bytearray(data))
     except Exception as exc:  # noqa: BLE001 - anything that is not a serialized module
         raise ValueError(f"{p}: not a StableHLO file written by jax.export ({exc}); "
                          "export it with `pinn export RUN --format stablehlo`") from None
@@ -75,4 +80,5 @@ def load(path: str | os.PathLike):
     def f(points):
         return np.asarray(call(np.asarray(points, dtype=np.float32)))
 
-    return f
+    return Program(f, width(exp.in_avals[0].shape) if exp.in_avals else None,
+                   width(exp.out_avals[0].shape) if exp.out_avals else None)

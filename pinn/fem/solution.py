@@ -311,7 +311,6 @@ class FEMSolution:
     def save(self, directory) -> Path:
         """Write ``fem.npz`` and ``fem.json`` into ``directory`` (atomically)."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
         arrays = {"p": self.mesh.p, "t": self.mesh.t, "snapshots": self.snapshots}
         if self.times is not None:
             arrays["times"] = self.times

@@ -33,7 +33,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from pinn.io import write_bytes, write_values
+from pinn.io import WriteError, make_folder, write_bytes, write_values
 
 __all__ = ["Fields", "FORMATS", "SUFFIXES", "from_score", "from_fem", "to_xarray", "write",
            "target", "check_writable", "series_folder", "require", "describe"]
@@ -392,14 +392,21 @@ def write(fields: Fields, path: str | os.PathLike, fmt: str) -> list[Path]:
                          f"these fields have {fields.points.shape[1]} "
                          f"({', '.join(fields.space)}); use --format csv or netcdf")
     require(fmt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    kept = (f"{path.name} keeps its previous contents" if os.path.lexists(path)
+            else f"{path.name} was not created")
+    make_folder(path.parent)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    except OSError as exc:
+        raise WriteError(path, exc, kept) from exc
     try:
         written = (_write_vtu if fmt == "vtu" else _write_xdmf)(fields, path, tmp)
         for p in written:
             if p.is_dir():
                 shutil.rmtree(p)
             os.replace(tmp / p.name, p)
+    except OSError as exc:
+        raise WriteError(path, exc, kept) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return written

@@ -20,9 +20,26 @@ from typing import Any
 
 import numpy as np
 
-from pinn.io import read_text_file, write_text
+from pinn.io import (
+    INTEGER,
+    NUMBER,
+    TEXT,
+    WriteError,
+    check_json,
+    mapping,
+    read_text_file,
+    write_text,
+)
 
-__all__ = ["HistoryWriter", "read_history", "history_row"]
+__all__ = ["HistoryWriter", "read_history", "history_row", "ROW"]
+
+#: What a history row holds at the keys the package reads (other keys are free).
+ROW = mapping({
+    "step": INTEGER, "stage": INTEGER, "stage_step": INTEGER, "window": INTEGER,
+    "optimizer": TEXT.or_null(), "event": TEXT.or_null(), "message": TEXT.or_null(),
+    **dict.fromkeys(("loss", "lr", "grad_norm", "time", "steps_per_s", "loss.*", "weight.*",
+                     "param.*", "aux.*", "eval.*"), NUMBER.or_null()),
+}, "an object (a row of the training history)")
 
 
 def _clean(value: Any) -> Any:
@@ -33,20 +50,22 @@ def _clean(value: Any) -> Any:
 
 
 def read_history(path: str | os.PathLike) -> list[dict]:
-    """Rows of a ``history.jsonl``; a torn last line (killed writer) is skipped."""
+    """Rows of a ``history.jsonl``; a torn line (a killed writer's) is skipped, a row of the
+    wrong kinds (:data:`ROW`) is :class:`pinn.io.BadFile`, naming the file, the line and
+    the key."""
     rows = []
     path = Path(path)
     if not path.exists():
         return rows
-    for line in read_text_file(path, "training history").splitlines():
+    fix = "the training history is damaged: remove that line, or the file (a run loads without it)"
+    for n, line in enumerate(read_text_file(path, "training history").splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             continue
-        if isinstance(row, dict):  # (a row of another type is not a row)
-            rows.append(row)
+        rows.append(check_json(row, ROW, path, fix, line=n))
     return rows
 
 
@@ -74,9 +93,13 @@ class HistoryWriter:
         write_text(self.jsonl_path, "".join(self._line(r) for r in rows))
 
     def append(self, row: dict) -> None:
-        with open(self.jsonl_path, "a") as fh:
-            fh.write(self._line(row))
-            fh.flush()
+        try:
+            with open(self.jsonl_path, "a") as fh:
+                fh.write(self._line(row))
+                fh.flush()
+        except OSError as exc:  # (a torn last line is skipped when read)
+            raise WriteError(self.jsonl_path, exc, "the rows before this one are kept"
+                             ) from exc
 
     def write_csv(self, rows: list[dict]) -> None:
         if not self.csv_file:
