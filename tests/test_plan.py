@@ -403,12 +403,13 @@ exact: {{u: "exp(-0.01*pi^2*t)*sin(pi*x)"}}
 def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
     """u_t = 0.01 u_xx from sin(pi x): the rate is 0.0987 per unit time, so a horizon of 100
     time units is 9.9 e-folds (one window holds up to 4 pi = 12.6), 300 is 29.6 (3
-    windows), 3000 is capped at 10 (with plan: {windows: true}; off by default); the
-    exact solution satisfies the planned problem; a file's own windows are kept."""
+    windows), 3000 is capped at 10 (on by default; plan: {windows: false} turns it off);
+    the exact solution satisfies the planned problem; a file's own windows are kept."""
     from pinn.report.manufactured import check
 
-    assert _load(tmp_path, HORIZON.format(t1=t1)).plan().training.windows == 1  # off
-    built = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\n", "on.yaml")
+    off = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: false}\n", "off.yaml")
+    assert off.plan().training.windows == 1
+    built = _load(tmp_path, HORIZON.format(t1=t1))
     plan = built.plan()
     assert plan.training.windows == windows
     made = [c for c in plan.choices if c.what == "windows"]
@@ -419,6 +420,20 @@ def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
     given = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\n"
                   "training: {windows: 2}\n", "own.yaml")
     assert given.plan().training.windows == 2
+
+
+def test_no_windows_where_marching_cannot_work(tmp_path):
+    """The same long horizon (3000 time units, 10 windows when forward), but the rate a
+    learnable parameter (one value per window would be learned) or no initial condition:
+    the plan marches neither (each would be refused when training)."""
+    on = "plan: {windows: true}\n"
+    inverse = HORIZON.format(t1=3000.0).replace("0.01*u_xx", "k*u_xx") + (
+        "params: {k: {value: 0.01, learnable: true}}\n")
+    assert _load(tmp_path, inverse + on, "inv.yaml").plan().training.windows == 1
+    no_start = HORIZON.format(t1=3000.0).replace(
+        '  start: {initial: {u: "sin(pi*x)"}}\n', "")
+    assert "start" not in no_start
+    assert _load(tmp_path, no_start + on, "nostart.yaml").plan().training.windows == 1
 
 
 # ---------------------------------------------------------------------------

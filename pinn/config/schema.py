@@ -1007,7 +1007,7 @@ class PlanSpec(Strict):
     source or value oscillates fast, each input's scale its frequency, where
     ``model.fourier`` does not say) and ``windows`` (march an evolution in time windows
     where its horizon, time span times rate, is long, where ``training.windows`` does not
-    say); these two are off unless the file turns them on (not yet shown to help on
+    say); ``frequency`` is off unless the file turns it on (not yet shown to help on
     problems nobody tuned); ``balance`` (in an inverse problem, weight each data condition
     to start the size of the physics, where its ``weight`` is not given)."""
 
@@ -1015,7 +1015,7 @@ class PlanSpec(Strict):
     points: Bool = True
     scale: Bool = True
     frequency: Bool = False
-    windows: Bool = False
+    windows: Bool = True
     balance: Bool = True
 
 
