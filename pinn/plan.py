@@ -96,13 +96,16 @@ class Planning:
     points passes ``True``). ``frequency`` is off by default (measured: a plain network
     resolves a source of frequency 31 in normalised units to 7.3e-5, see
     :data:`FOURIER_ABOVE`); on, it acts where the spec has no Fourier features.
-    ``windows`` acts where the training has one window (see :func:`_windows`)."""
+    ``windows`` (``None``: only when no training is given, as ``points``; a problem file
+    without its own stages or windows passes ``True``) acts where the training has one
+    window (see :func:`_windows`): a recipe written for the whole interval is not
+    multiplied by the window count."""
 
     hard: bool = True
     points: bool | None = None
     scale: bool = True
     frequency: bool = False
-    windows: bool = True
+    windows: bool | None = None
     balance: bool = True
     weighted: tuple[str, ...] = ()  # conditions whose weight the user gave: kept
 
@@ -149,12 +152,16 @@ def make_plan(problem, model=None, training: Training | None = None,
     if planning.scale:
         model, made = _scale(problem, model)
         choices += made
-    plan_points = planning.points if planning.points is not None else training is None
+    recipe = training is None  # the default recipe: points and windows are the plan's
+
+    def may(choice: bool | None) -> bool:
+        return recipe if choice is None else choice
+
     training = Training() if training is None else training
-    if plan_points:
+    if may(planning.points):
         training, made = _points(problem, training)
         choices += made
-    if planning.windows:
+    if may(planning.windows):
         training, made = _windows(problem, training)
         choices += made
     return Plan(problem, model, training, tuple(choices))

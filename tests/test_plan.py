@@ -420,6 +420,16 @@ def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
     given = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\n"
                   "training: {windows: 2}\n", "own.yaml")
     assert given.plan().training.windows == 2
+    # a file's own stages were written for the whole interval: not run once per window;
+    # in Python the same: a training given is not marched unless the plan is told to
+    stages = _load(tmp_path, HORIZON.format(t1=t1) + "training: {stages: [{adam: {}, "
+                   "steps: 10}]}\n", "stages.yaml")
+    assert stages.plan().training.windows == 1
+    mine = stages.training()
+    assert make_plan(built.problem, training=mine).training.windows == 1
+    assert make_plan(built.problem, training=mine,
+                     planning=Planning(windows=True)).training.windows == windows
+    assert make_plan(built.problem).training.windows == windows
 
 
 def test_no_windows_where_marching_cannot_work(tmp_path):

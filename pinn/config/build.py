@@ -83,8 +83,9 @@ class Built:
     def planning(self):
         """What the plan may choose (:class:`pinn.plan.Planning`): the ``plan:`` section;
         the points only where ``training.points`` is not given, Fourier features only
-        where ``model.fourier`` is not, time windows only where ``training.windows`` is
-        not."""
+        where ``model.fourier`` is not, time windows only where neither
+        ``training.windows`` nor ``training.stages`` is (stages written for the whole
+        interval are not run once per window)."""
         from pinn.plan import Planning
 
         given = self.spec.training.model_fields_set
@@ -93,7 +94,8 @@ class Built:
                         scale=self.spec.plan.scale,
                         frequency=self.spec.plan.frequency and "fourier" not in
                         self.spec.model.model_fields_set,
-                        windows=self.spec.plan.windows and "windows" not in given,
+                        windows=self.spec.plan.windows and "windows" not in given
+                        and "stages" not in given,
                         balance=self.spec.plan.balance,
                         weighted=tuple(n for n, c in (self.spec.conditions or {}).items()
                                        if "weight" in getattr(c, "model_fields_set", ())))
