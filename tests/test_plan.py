@@ -425,6 +425,9 @@ def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
     stages = _load(tmp_path, HORIZON.format(t1=t1) + "training: {stages: [{adam: {}, "
                    "steps: 10}]}\n", "stages.yaml")
     assert stages.plan().training.windows == 1
+    told = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\ntraining: "
+                 "{stages: [{adam: {}, steps: 10}]}\n", "told.yaml")
+    assert told.plan().training.windows == windows
     mine = stages.training()
     assert make_plan(built.problem, training=mine).training.windows == 1
     assert make_plan(built.problem, training=mine,

@@ -85,7 +85,7 @@ class Built:
         the points only where ``training.points`` is not given, Fourier features only
         where ``model.fourier`` is not, time windows only where neither
         ``training.windows`` nor ``training.stages`` is (stages written for the whole
-        interval are not run once per window)."""
+        interval are not run once per window, unless ``plan: {windows: true}`` says so)."""
         from pinn.plan import Planning
 
         given = self.spec.training.model_fields_set
@@ -95,7 +95,8 @@ class Built:
                         frequency=self.spec.plan.frequency and "fourier" not in
                         self.spec.model.model_fields_set,
                         windows=self.spec.plan.windows and "windows" not in given
-                        and "stages" not in given,
+                        and ("stages" not in given
+                             or "windows" in self.spec.plan.model_fields_set),
                         balance=self.spec.plan.balance,
                         weighted=tuple(n for n, c in (self.spec.conditions or {}).items()
                                        if "weight" in getattr(c, "model_fields_set", ())))
