@@ -50,6 +50,30 @@ def comparison_rows(runs: Mapping[str, Path]) -> list[tuple[str, ...]]:
     return rows
 
 
+def check_run(run, problem, *, option: str = "--fem") -> None:
+    """Read now what a comparison reads of the finished run folder ``run`` later (its
+    ``metrics.json``, ``solution_grid.npz``, and a ``pinn fem`` run's solution, checked
+    against ``problem``), so that a damaged or a foreign folder is refused before any
+    work: :class:`pinn.io.BadFile` naming the file, ``ValueError`` (naming ``option``)
+    without metrics."""
+    run = Path(run)
+    if not (run / "metrics.json").exists():
+        raise ValueError(f"{option} {run}: no metrics.json there; give a finished run folder "
+                         "(of `pinn solve` or `pinn fem`)")
+    read_metrics(run)
+    if (run / "solution_grid.npz").exists():
+        load_grid(run / "solution_grid.npz")
+    pinn = (run / "solution.json").exists() or (run / "solution.pkl").exists()
+    if not pinn and ((run / "fem.npz").exists() or (run / "fem.json").exists()):
+        from pinn.fem import FEMSolution
+
+        try:
+            FEMSolution.load(run, problem)
+        except FileNotFoundError as exc:
+            raise ValueError(f"{option} {run}: no {Path(exc.filename).name} there; give a "
+                             "finished `pinn fem` run folder") from None
+
+
 def _saved_predict(run, problem):
     """``predict(points)`` of the solution saved in ``run`` (PINN or FEM), or None."""
     run = Path(run)

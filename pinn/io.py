@@ -67,6 +67,7 @@ __all__ = [
     "make_folder",
     "refuse_special",
     "atomic_write",
+    "open_new",
     "write_text",
     "write_bytes",
     "write_json",
@@ -453,6 +454,31 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: st
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def open_new(path: str | os.PathLike, mode: str = "wb", *, buffering: int = -1):
+    """``path`` opened for writing as a new, empty file, for a file written as it goes (a
+    run's log, an event file) where :func:`atomic_write` cannot serve: whatever file or
+    link was there is replaced (never written through), a FIFO, a device, a socket or a
+    folder is refused (:func:`refuse_special`). A failure of the file system is
+    :class:`WriteError` naming ``path``."""
+    path = Path(path)
+    kept = f"{path.name} was not created"
+    try:
+        make_folder(path.parent)
+    except WriteError as exc:
+        raise WriteError(path, exc, exc.kept.replace("nothing was written", kept)) from exc
+    refuse_special(path)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a link or a hard link planted there: replaced, not followed
+        access = os.O_RDWR if "+" in mode else os.O_WRONLY
+        fd = os.open(path, access | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as exc:
+        raise WriteError(path, exc, kept) from exc
+    return open(fd, mode, buffering=buffering,
+                **({} if "b" in mode else {"encoding": "utf-8"}))
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:

@@ -131,10 +131,12 @@ def _run_one(spec: RunSpec, timeout: float | None = None) -> dict:
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # runs may share an accelerator
     t0 = time.perf_counter()
     log = spec.folder / "sweep.log"
-    with open(log, "w") as err:
+    # the run's stderr; a new file, never written through a link nor onto a FIFO (a
+    # failure: pinn.io.WriteError naming it); unbuffered: the child writes to it as well
+    with io.open_new(log, "w+b", buffering=0) as err:
         proc = subprocess.Popen(spec.command(), env=env,
                                 stdout=subprocess.DEVNULL, stderr=err)
-        _RUNNING.add(proc)
+        _RUNNING.add(proc)  # (an error from here on: the sweep sends it SIGINT)
         io.write_text(spec.folder / "sweep.json", json.dumps(
             {"index": spec.index, "point": spec.point, "pid": proc.pid,
              "status": "running"}, indent=1))
@@ -143,11 +145,11 @@ def _run_one(spec: RunSpec, timeout: float | None = None) -> dict:
         except subprocess.TimeoutExpired:
             proc.kill()
             code = proc.wait()
-            err.write(f"\npinn sweep: stopped after the timeout of {timeout} s\n")
+            _log_line(err, log, f"pinn sweep: stopped after the timeout of {timeout} s")
         finally:
             _RUNNING.discard(proc)
+        lines = _last_lines(err)
     seconds = time.perf_counter() - t0
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     if code == 0:
         status, error = "done", ""
     else:
@@ -160,6 +162,31 @@ def _run_one(spec: RunSpec, timeout: float | None = None) -> dict:
               "error": error, "seconds": seconds}
     io.write_text(spec.folder / "sweep.json", json.dumps(record, indent=1))
     return record
+
+
+def _log_line(err, log: Path, line: str) -> None:
+    """Append ``line`` to the run's log ``err`` (the file ``log``); :class:`pinn.io.WriteError`
+    naming it when it cannot be written."""
+    try:
+        err.write(f"\n{line}\n".encode())
+    except OSError as exc:
+        raise io.WriteError(log, exc, "the lines before it are kept") from exc
+
+
+#: How much of the end of a run's log is read for its last line.
+_LOG_TAIL = 64 * 1024
+
+
+def _last_lines(err) -> list[str]:
+    """The non-blank lines at the end of the run's log ``err`` (its last 64 KiB: a run
+    that wrote gigabytes to stderr is not read whole)."""
+    try:
+        end = err.seek(0, os.SEEK_END)
+        err.seek(max(0, end - _LOG_TAIL))
+        data = err.read()
+    except OSError:
+        return []
+    return [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
 
 
 #: what a run's ``sweep.json`` holds (:func:`_run_one` writes it)

@@ -416,3 +416,304 @@ def test_a_box_of_the_wrong_kind_under_param(base, tmp_path, capsys):
     _edit(side, ["normalisation", "box", "x"], [0])
     _line(capsys, ["predict", art, "--points", base / "pts.csv", "--param", "a=1"],
           f'{side}: normalisation["box"]["x"] must be a pair of numbers [lo, hi], not a list')
+
+
+# ---------------------------------------------------------------------------
+# the history: only a torn last line is an interrupted append; any other line that is not
+# JSON is damage, named by its file and line
+
+
+def test_a_bad_line_inside_the_history_is_damage_a_torn_last_line_is_not(base, tmp_path,
+                                                                        capsys):
+    from pinn.train import read_history
+
+    run = _copy(base, tmp_path)
+    path = run / "history.jsonl"
+    good = path.read_text()
+    lines = good.splitlines(keepends=True)
+    n = len(lines)
+    for bad, says in [('{"step": 30, "lo', "not a JSON row (Unterminated string"),
+                      ("\x00\x00\x00", "not a JSON row (Expecting value at column 1)"),
+                      ("[" * 50_000, "not a JSON row (nested too deeply)")]:
+        # inside the file (line 2), and last but ended by its newline: both damage
+        for text, at in [(lines[0] + bad + "\n" + "".join(lines[1:]), 2),
+                         (good + bad + "\n", n + 1)]:
+            path.write_text(text)
+            with pytest.raises(io.BadFile) as err:
+                read_history(path)
+            assert str(err.value).startswith(f"{path}, line {at}: {says}"), err.value
+        path.write_text(good + bad)  # the last line, cut short: an interrupted append
+        assert len(read_history(path)) == n
+    path.write_text(lines[0] + '{"step": 5, "lo\n' + "".join(lines[1:]))
+    _line(capsys, ["plot", run], f"{path}, line 2: not a JSON row", "remove that line, or "
+          "the file")
+
+
+def test_resume_after_a_kill_that_tore_the_last_line(base, tmp_path, capsys):
+    """Killed after the checkpoint of step 20, half way through appending a row: --resume
+    drops the torn row and finishes; the history it leaves is whole."""
+    from pinn.train import read_history
+
+    run = _copy(base, tmp_path)
+    for p in ("solution.json", "params.npz", "metrics.json"):
+        (run / p).unlink()
+    path = run / "history.jsonl"
+    rows = read_history(path)
+    path.write_text(path.read_text() + '{"step": 21, "stage": 0, "loss": 0.0')
+    assert main(["solve", "--resume", "--out", str(run), "--quiet"]) == 0, capsys.readouterr()
+    assert path.read_text().endswith("}\n")
+    assert [r["step"] for r in read_history(path)] == [r["step"] for r in rows]
+    assert json.loads((run / "metrics.json").read_text())["steps_done"] == 20
+
+
+# ---------------------------------------------------------------------------
+# export-fields: what to do says --out as the command takes it
+
+
+def test_export_fields_says_out_only_as_given(base, tmp_path, monkeypatch, capsys):
+    run = _copy(base, tmp_path)
+    (run / "fields" / "rod.csv").mkdir(parents=True)  # a folder in the way of the default
+    _line(capsys, ["export-fields", run, "-f", "csv"],
+          f"{run / 'fields' / 'rod.csv'}: a folder is in the way of the file; remove it or "
+          "give --out FILE (or a folder) to write the fields elsewhere",
+          absent=[f"--out {run}", "another --out"])
+    _line(capsys, ["export-fields", run, "-f", "csv", "--out", run / "fields"],
+          "a folder is in the way of the file; remove it or choose another --out")
+    (run / "fields" / "rod.csv").rmdir()
+    real = os.access  # the folder is not writable (root passes any chmod)
+    monkeypatch.setattr(os, "access", lambda path, mode, *a, **k: not (
+        mode & os.W_OK and Path(path) == run / "fields") and real(path, mode, *a, **k))
+    _line(capsys, ["export-fields", run, "-f", "csv"],
+          f"{run / 'fields'} is not writable; make it writable or give --out FILE",
+          absent=["--out " + str(run)])
+    monkeypatch.undo()
+    (run / "fields").rmdir()
+    (run / "fields").write_text("x")
+    _line(capsys, ["export-fields", run, "-f", "csv"],
+          f"{run / 'fields'} is a file, not a folder; give --out FILE")
+
+
+# ---------------------------------------------------------------------------
+# pinn sweep's per-run log: a new file (never through a link, never a FIFO), read from its
+# end; a failure names it
+
+
+def _quick_runs(monkeypatch, stderr: str, code: int = 2) -> None:
+    """Each run of a sweep is a process that writes the text of the Python expression
+    ``stderr`` and exits with ``code``."""
+    import sys
+
+    from pinn import sweep as S
+
+    script = f"import sys; sys.stderr.write({stderr}); sys.exit({code})"
+    monkeypatch.setattr(S.RunSpec, "command", lambda self: [sys.executable, "-c", script])
+
+
+def test_a_sweep_log_is_never_written_through_a_link_nor_a_fifo(tmp_path, rod, monkeypatch):
+    from pinn import sweep as S
+
+    _quick_runs(monkeypatch, "'x' * 300_000 + '\\npinn: the last words\\n'")
+    spec = S.plan(rod, ["training.seed=0"], tmp_path / "sw")[0]
+    spec.folder.mkdir(parents=True)
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    (spec.folder / "sweep.log").symlink_to(outside)
+    rec = S._run_one(spec)
+    assert rec["status"] == "failed" and rec["error"] == "the last words"  # (its end only)
+    assert outside.read_text() == "keep me"
+    log = spec.folder / "sweep.log"
+    assert log.is_file() and not log.is_symlink() and log.stat().st_size > 300_000
+    log.unlink()
+    os.mkfifo(log)  # opening it to write would wait for a reader for ever
+    with pytest.raises(OSError, match="a FIFO is there") as err:
+        S._run_one(spec)
+    assert err.value.filename == str(log)
+    log.unlink()
+    _quick_runs(monkeypatch, "__import__('time').sleep(60) or ''")  # stopped by the timeout
+    rec = S._run_one(spec, timeout=0.5)
+    assert rec["error"] == "killed by signal 9"
+    assert log.read_text().endswith("pinn sweep: stopped after the timeout of 0.5 s\n")
+
+
+def test_a_sweep_log_that_cannot_be_written_names_it(tmp_path, rod, monkeypatch, capsys):
+    _quick_runs(monkeypatch, "'pinn: never run'")
+    real = os.open
+
+    def denied(path, *a, **k):
+        if str(path).endswith("sweep.log"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(os, "open", denied)
+    log = tmp_path / "sw" / "000-seed=0" / "sweep.log"
+    _line(capsys, ["sweep", rod, "--vary", "training.seed=0..1", "--out", tmp_path / "sw",
+                   "--quiet"],
+          f"{log}: cannot be written (Permission denied); sweep.log was not created; make its "
+          "folder writable or give another --out")
+    assert not list((tmp_path / "sw").glob("*/sweep.json"))  # no run was started
+
+
+# ---------------------------------------------------------------------------
+# the loggers: a full disk or no permission names the event file / the MLflow store
+
+
+class _Info:
+    resume_meta, start_step = None, 0
+    stages = ()
+
+
+class _Event:
+    kind, step = "chunk", 10
+    row = {"step": 10, "loss": 0.5, "loss.pde": 0.25, "message": "stage 1 stopped"}
+
+
+def _tensorboardx(monkeypatch) -> None:
+    """tensorboardX, or (where the extra is not installed) a stand-in for the three things
+    the logger takes from it: its Event protobufs, its summaries and its CRC."""
+    try:
+        import tensorboardX  # noqa: F401
+        return
+    except ImportError:
+        pass
+    import importlib.machinery
+    import sys
+    import types
+
+    class Event:
+        def __init__(self, **fields):
+            self.fields = fields
+
+        def SerializeToString(self):
+            return repr(sorted(self.fields)).encode()
+
+    class SessionLog:
+        START = 1
+
+        def __init__(self, **fields):
+            pass
+
+    mods = {name: types.ModuleType(name) for name in (
+        "tensorboardX", "tensorboardX.proto", "tensorboardX.proto.event_pb2",
+        "tensorboardX.summary", "tensorboardX.record_writer")}
+    mods["tensorboardX"].__spec__ = importlib.machinery.ModuleSpec("tensorboardX", None)
+    mods["tensorboardX.proto.event_pb2"].Event = Event
+    mods["tensorboardX.proto.event_pb2"].SessionLog = SessionLog
+    mods["tensorboardX.summary"].scalar = lambda tag, value: (tag, value)
+    mods["tensorboardX.summary"].text = lambda tag, text: (tag, text)
+    mods["tensorboardX.record_writer"].masked_crc32c = lambda data: 0
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+
+
+def test_tensorboard_full_disk_and_no_permission_name_the_event_file(tmp_path, monkeypatch):
+    from pinn.train import TensorBoard
+
+    _tensorboardx(monkeypatch)
+    logdir = tmp_path / "tb"
+    tb = TensorBoard(logdir, flush_secs=0)
+    tb.init(_Info())
+    tb.on_chunk(_Event())
+    _fail_writes(monkeypatch, "tfevents")  # the disk fills up
+    with pytest.raises(io.WriteError) as err:
+        tb.on_chunk(_Event())
+    assert err.value.filename == str(tb.path) and tb.path.parent == logdir
+    assert str(err.value).endswith("cannot be written (No space left on device); the "
+                                   "scalars written before are kept")
+    tb.close(None)  # the run's error wins: closing says nothing more
+    monkeypatch.undo()
+    _tensorboardx(monkeypatch)
+    real = os.open
+
+    def denied(path, *a, **k):
+        if "tfevents" in str(path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(os, "open", denied)
+    tb = TensorBoard(logdir)
+    with pytest.raises(io.WriteError, match="Permission denied.*was not created") as err:
+        tb.init(_Info())
+    assert Path(err.value.filename).name.startswith("events.out.tfevents.")
+
+
+def test_solve_log_tensorboard_on_a_full_disk(base, tmp_path, monkeypatch, capsys):
+    """No traceback from a writer thread, no hang: one line naming the event file and how
+    to continue."""
+    _tensorboardx(monkeypatch)
+    run = tmp_path / "run"
+    _fail_writes(monkeypatch, "tfevents")
+    _line(capsys, ["solve", base / "rod.yaml", "--out", run, "--quiet", "--log", "tensorboard"],
+          f"{run / 'tensorboard' / 'events.out.tfevents.'}",
+          "cannot be written (No space left on device); the scalars written before are kept",
+          f"free some space, then continue with: pinn solve --resume --out {run}")
+
+
+def _mlflow(monkeypatch, fault: BaseException):
+    """A stand-in for mlflow whose store fails with ``fault`` when metrics are logged (MLflow
+    raises its own exception while handling the OSError, as its file store does)."""
+    import importlib.machinery
+    import sys
+    import types
+
+    class MlflowException(Exception):
+        pass
+
+    class Client:
+        def __init__(self, tracking_uri=None):
+            self.ended = False
+
+        def create_run(self, exp_id, run_name=None):
+            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r1"))
+
+        def log_param(self, *a):
+            pass
+
+        def log_batch(self, run_id, metrics=()):
+            try:
+                raise fault
+            except OSError as exc:
+                raise MlflowException(f"INTERNAL_ERROR: {exc}") from None  # (its context)
+
+        set_tag = log_param
+
+        def set_terminated(self, run_id):
+            self.ended = True
+
+    mods = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
+                                                      "mlflow.entities")}
+    mods["mlflow"].__spec__ = importlib.machinery.ModuleSpec("mlflow", None)
+    mods["mlflow.tracking"].MlflowClient = Client
+    mods["mlflow.entities"].Metric = lambda *a: a
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    return MlflowException
+
+
+@pytest.mark.parametrize("fault, named", [
+    (OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "mlruns"),
+    (PermissionError(errno.EACCES, os.strerror(errno.EACCES), "/store/0/r1/metrics/loss"),
+     "/store/0/r1/metrics/loss")], ids=["full", "denied"])
+def test_mlflow_store_that_cannot_be_written_names_it(tmp_path, monkeypatch, fault, named):
+    from pinn.train import MLflow
+
+    _mlflow(monkeypatch, fault)
+    store = tmp_path / "my store" / "mlruns"
+    logger = MLflow(store.as_uri())
+    logger.init(_Info())
+    with pytest.raises(io.WriteError) as err:
+        logger.on_chunk(_Event())
+    assert err.value.filename == (str(store) if named == "mlruns" else named)
+    assert f"cannot be written ({fault.strerror}); the metrics logged before are kept" in str(
+        err.value)
+    logger.close(None)  # nothing more is sent to a store that failed
+
+
+def test_mlflow_errors_that_are_not_the_file_systems_pass_unchanged(monkeypatch):
+    from pinn.train import MLflow
+
+    broken = _mlflow(monkeypatch, OSError())
+    logger = MLflow("http://tracking.invalid")
+    logger.init(_Info())
+    logger._client.log_batch = lambda *a, **k: (_ for _ in ()).throw(broken("bad metric"))
+    with pytest.raises(broken, match="bad metric"):
+        logger.on_chunk(_Event())

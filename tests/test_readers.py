@@ -136,3 +136,236 @@ def test_odd_versions_and_output_names(base, tmp_path, capsys):
     u, ux = [float(r[1]) for r in rows[1:]], [float(r[2]) for r in rows[1:]]
     for i in (0, 2):  # the column is the derivative of u: a forward difference, O(h)
         assert abs((u[i + 1] - u[i]) / h - ux[i]) < 1e-2 * max(1.0, abs(ux[i]))
+
+
+# ---------------------------------------------------------------------------
+# a `pinn fem` run folder, crafted: fem.json, fem.npz and solution_grid.npz are read by the
+# checked readers and their values checked before anything is built from them
+
+
+@pytest.fixture(scope="module")
+def fem(base):
+    """A `pinn fem` run of the rod (P2 on 64 cells: ``fem.json``, ``fem.npz``, ...)."""
+    assert main(["fem", str(base / "rod.yaml"), "--out", str(base / "fem"), "--quiet"]) == 0
+    (base / "fem" / io.LOCK_FILE).unlink(missing_ok=True)
+    return base / "fem"
+
+
+def _fem_copy(fem, tmp_path):
+    run = tmp_path / "fem"
+    shutil.copytree(fem, run)
+    return run
+
+
+def _json_edit(path, **changes):
+    import json
+
+    doc = json.loads(path.read_text())
+    doc.update(changes)
+    path.write_text(json.dumps(doc))
+
+
+def _npz_edit(path, **changes):
+    """Rewrite ``path`` with ``changes`` (an array, or None: removed)."""
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays.update(changes)
+    np.savez(path, **{k: v for k, v in arrays.items() if v is not None})
+
+
+def _header_bomb(run):
+    """``fem.npz`` whose snapshots declare 2**40 float64 (8 TiB) in a few bytes."""
+    import io as _io
+    import zipfile
+
+    path = run / "fem.npz"
+    with np.load(path) as z:
+        p, t = z["p"], z["t"]
+    head = _io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False,
+                                                "shape": (2**40,)})
+    np.savez(path, p=p, t=t)
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("snapshots.npy", head.getvalue() + b"\0" * 64)
+
+
+def _special(run, name, kind):
+    (run / name).unlink()
+    if kind == "fifo":
+        os.mkfifo(run / name)  # reading it would block for ever
+    else:
+        (run / name).symlink_to("/dev/zero")  # endless
+
+
+def _nested(run):
+    (run / "fem.json").write_text("[" * 100_000 + "]" * 100_000)
+
+
+def _flat(run):  # the first cell's two vertices are one: no length, no inverse
+    with np.load(run / "fem.npz") as z:
+        t = z["t"].copy()
+    t[1, 0] = t[0, 0]
+    _npz_edit(run / "fem.npz", t=t)
+
+
+def _wide(run, n):
+    with np.load(run / "fem.npz") as z:
+        p = z["p"]
+    return np.vstack([p] * n)
+
+
+FEM_RUNS = {  # name: (how the folder is crafted, the file named, what the line says)
+    "json-fifo": (lambda r: _special(r, "fem.json", "fifo"), "fem.json",
+                  "a FIFO, not a regular file"),
+    "json-dev-zero": (lambda r: _special(r, "fem.json", "zero"), "fem.json",
+                      "a character device"),
+    "npz-fifo": (lambda r: _special(r, "fem.npz", "fifo"), "fem.npz", "a FIFO"),
+    "npz-dev-zero": (lambda r: _special(r, "fem.npz", "zero"), "fem.npz", "a character device"),
+    "npz-empty": (lambda r: (r / "fem.npz").write_bytes(b""), "fem.npz", "not a readable npz"),
+    "npz-truncated": (lambda r: (r / "fem.npz").write_bytes((r / "fem.npz").read_bytes()[:300]),
+                      "fem.npz", "not a readable npz"),
+    "npz-header-bomb": (_header_bomb, "fem.npz", "declares (1099511627776,) float64"),
+    "npz-object": (lambda r: _npz_edit(r / "fem.npz", t=np.array([{"a": 1}], dtype=object)),
+                   "fem.npz", "holds Python objects"),
+    "json-nested": (_nested, "fem.json", "nested too deeply"),
+    "json-not-json": (lambda r: (r / "fem.json").write_text("{'mesh': 1"), "fem.json",
+                      "not JSON"),
+    "json-list": (lambda r: (r / "fem.json").write_text("[]"), "fem.json",
+                  "must hold an object (a FEM solution's description), not a list"),
+    "format": (lambda r: _json_edit(r / "fem.json", format="pinn.fem/9"), "fem.json",
+               "format must be 'pinn.fem/1'"),
+    "mesh": (lambda r: _json_edit(r / "fem.json", mesh="MeshQuad1"), "fem.json",
+             'mesh must be one of MeshLine1, MeshTri1, MeshTet1, not the text "MeshQuad1"'),
+    "mesh-list": (lambda r: _json_edit(r / "fem.json", mesh=["MeshLine1"]), "fem.json",
+                  "mesh must be one of MeshLine1, MeshTri1, MeshTet1, not a list"),
+    "fields-text": (lambda r: _json_edit(r / "fem.json", fields="u"), "fem.json",
+                    'fields must be a list of names, not the text "u"'),
+    "fields-twice": (lambda r: _json_edit(r / "fem.json", fields=["u", "u"]), "fem.json",
+                     "fields must name each field once"),
+    "degree-text": (lambda r: _json_edit(r / "fem.json", degrees={"u": "2"}), "fem.json",
+                    'degrees["u"] must be an integer, not the text "2"'),
+    "degree-9": (lambda r: _json_edit(r / "fem.json", degrees={"u": 9}), "fem.json",
+                 'degrees["u"] must be one of 1, 2 (a MeshLine1 element), not 9'),
+    "degree-missing": (lambda r: _json_edit(r / "fem.json", degrees={}), "fem.json",
+                       'degrees["u"] must be one of 1, 2 (a MeshLine1 element), not missing'),
+    "coords": (lambda r: _json_edit(r / "fem.json", coords=["x", "y"]), "fem.json",
+               "coords must name the 1 coordinate(s) of a MeshLine1"),
+    "time": (lambda r: _json_edit(r / "fem.json", time=5), "fem.json",
+             "time must be text or null, not the number 5"),
+    "time-not-a-coord": (lambda r: _json_edit(r / "fem.json", time="t"), "fem.json",
+                         "coords must name the 1 coordinate(s) of a MeshLine1 and the time"),
+    "seconds": (lambda r: _json_edit(r / "fem.json", solve_seconds="fast"), "fem.json",
+                'solve_seconds must be a number, not the text "fast"'),
+    "up-to-constant": (lambda r: _json_edit(r / "fem.json", up_to_constant=["p"]), "fem.json",
+                       "up_to_constant names p, not among the fields (u)"),
+    "info": (lambda r: _json_edit(r / "fem.json", info={"element": 5}), "fem.json",
+             'info["element"] must be text or an object of texts or null, not the number 5'),
+    "missing-key": (lambda r: (r / "fem.json").write_text('{"format": "pinn.fem/1"}'),
+                    "fem.json", "mesh is missing"),
+    "another-problem": (lambda r: _json_edit(r / "fem.json", fields=["v"], degrees={"v": 2}),
+                        "fem.json", "a FEM solution of v in (x), not of the problem 'rod'"),
+    "no-snapshots": (lambda r: _npz_edit(r / "fem.npz", snapshots=None), "fem.npz",
+                     "no array 'snapshots'"),
+    "p-2d": (lambda r: _npz_edit(r / "fem.npz", p=_wide(r, 2)), "fem.npz",
+             "p must hold 1 coordinate(s) of at least 2 vertices (a MeshLine1), not an "
+             "array of shape (2, 65)"),
+    "p-nan": (lambda r: _npz_edit(r / "fem.npz", p=_wide(r, 1) * np.nan), "fem.npz",
+              "p must hold finite coordinates, not [nan] (vertex 0)"),
+    "t-float": (lambda r: _npz_edit(r / "fem.npz", t=np.zeros((2, 3))), "fem.npz",
+                "t must be a 2-D array of integers (the mesh's cells), not 2-D float64"),
+    "t-outside": (lambda r: _npz_edit(r / "fem.npz", t=np.array([[0], [65]])), "fem.npz",
+                  "t names vertices 0..65, but p has 65 (0..64)"),
+    "t-negative": (lambda r: _npz_edit(r / "fem.npz", t=np.array([[-1], [3]])), "fem.npz",
+                   "t names vertices -1..3"),
+    "t-flat-cell": (_flat, "fem.npz", "cell 0 of the mesh is flat"),
+    "snapshots-width": (lambda r: _npz_edit(r / "fem.npz", snapshots=np.zeros((1, 128))),
+                        "fem.npz", "snapshots have 128 values per step, the mesh and elements "
+                                   "need 129"),
+    "snapshots-1d": (lambda r: _npz_edit(r / "fem.npz", snapshots=np.zeros(129)), "fem.npz",
+                     "snapshots must be a 2-D array of numbers"),
+    "times-steady": (lambda r: _npz_edit(r / "fem.npz", times=np.zeros(1)), "fem.npz",
+                     "times are stored but fem.json names no time coordinate"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FEM_RUNS))
+def test_a_crafted_fem_run_folder_is_refused_naming_its_file(base, fem, tmp_path, capsys,
+                                                             case):
+    """export-fields (which builds the solution) and the Python API: one line naming the
+    file, exit 2; nothing is written."""
+    from pinn.fem import FEMSolution
+
+    craft, name, says = FEM_RUNS[case]
+    run = _fem_copy(fem, tmp_path)
+    craft(run)
+    before = sorted(p.name for p in run.iterdir())
+    _refused(capsys, ["export-fields", run, "-f", "csv", "--out", tmp_path / "f.csv"],
+             f"{run / name}: ", says)
+    assert not (tmp_path / "f.csv").exists()
+    assert sorted(p.name for p in run.iterdir()) == before
+    if case != "another-problem":  # (the API without a problem: that check is the CLI's)
+        with pytest.raises(io.BadFile, match="fem") as err:
+            FEMSolution.load(run)
+        assert str(err.value).startswith(f"{run / name}: "), err.value
+
+
+def test_the_fem_run_as_written_reads_back(base, fem, tmp_path, capsys):
+    from pinn import config
+    from pinn.compare import check_run
+    from pinn.fem import FEMSolution
+
+    sol = FEMSolution.load(fem)
+    assert abs(sol.evaluate([[0.5]])["u"][0] - 0.125) < 1e-9  # x(1 - x)/2 at 1/2, P2: exact
+    check_run(fem, config.load(str(base / "rod.yaml")).problem)  # what compare --fem reads
+    assert main(["export-fields", str(fem), "-f", "csv", "--out", str(tmp_path / "f.csv"),
+                 "--quiet"]) == 0
+    assert (tmp_path / "f.csv").read_text().splitlines()[0] == "x,u,u_exact,u_error"
+
+
+def _bad_grid(run, **changes):
+    _npz_edit(run / "solution_grid.npz", **changes)
+
+
+COMPARED = {  # name: (how the --fem folder is crafted, the file named, what the line says)
+    "fem-header-bomb": (_header_bomb, "fem.npz", "declares"),
+    "fem-another-problem": (lambda r: _json_edit(r / "fem.json", coords=["y"]), "fem.json",
+                            "not of the problem 'rod'"),
+    "fem-json-fifo": (lambda r: _special(r, "fem.json", "fifo"), "fem.json", "a FIFO"),
+    "grid-field-bomb": (lambda r: _bad_grid(r, field_u=np.zeros((201, 1))),
+                        "solution_grid.npz", "field_u must hold one number per point (201)"),
+    "grid-no-mask": (lambda r: _bad_grid(r, mask=None), "solution_grid.npz",
+                     "no array 'mask'"),
+    "grid-shape": (lambda r: _bad_grid(r, shape=np.array([0])), "solution_grid.npz",
+                   "shape must be the grid's nodes per axis"),
+    "metrics-dev-zero": (lambda r: _special(r, "metrics.json", "zero"), "metrics.json",
+                         "a character device"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPARED))
+def test_compare_refuses_a_crafted_fem_run_before_any_work(base, fem, tmp_path, capsys, case):
+    """``pinn compare --fem RUN`` reads the run before it trains or refines anything: one
+    line naming the file, and no report folder."""
+    craft, name, says = COMPARED[case]
+    run = _fem_copy(fem, tmp_path)
+    craft(run)
+    _refused(capsys, ["compare", base / "rod.yaml", "--pinn", base / "run", "--fem", run,
+                      "--out", tmp_path / "c", "-q"], f"{run / name}: ", says)
+    assert not (tmp_path / "c").exists()
+
+
+def test_what_a_fem_run_folder_is_not(base, fem, tmp_path, capsys):
+    """A FEM run is no PINN (plot, predict); a folder without metrics is no finished run
+    (compare --fem); a FEM run without its fem.npz says which file is missing."""
+    for args in (["plot", fem], ["predict", fem, "--points", base / "pts.csv"]):
+        _refused(capsys, args, f"{fem}: a `pinn fem` run (fem.npz), not a trained PINN",
+                 f"pinn export-fields {fem}")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    compare = ["compare", base / "rod.yaml", "--pinn", base / "run", "--out", tmp_path / "c",
+               "-q", "--fem"]
+    _refused(capsys, [*compare, empty], f"--fem {empty}: no metrics.json there")
+    run = _fem_copy(fem, tmp_path)
+    (run / "fem.npz").unlink()
+    _refused(capsys, [*compare, run], f"--fem {run}: no fem.npz there")
+    assert not (tmp_path / "c").exists()

@@ -253,6 +253,10 @@ def _load_run(run_dir: Path):
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder")
     if not any((run_dir / f).exists() for f in ("solution.json", "solution.pkl")):
+        if (run_dir / "fem.npz").exists() or (run_dir / "fem.json").exists():
+            raise UserError(f"{run_dir}: a `pinn fem` run (fem.npz), not a trained PINN; give "
+                            "a `pinn solve` run folder, or export the FEM fields with `pinn "
+                            f"export-fields {run_dir}`")
         raise UserError(f"{run_dir}: no solution.json (the run did not finish; resume it with "
                         f"`pinn solve --resume --out {run_dir}`)")
     try:

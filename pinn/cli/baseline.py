@@ -135,7 +135,7 @@ def _compare_pinn_run(file: Path, built, pinn_run: Path | None, out_dir: Path,
         # its own process, so that its wall time is its own
         _subcommand(["solve", str(file), "--out", str(pinn_run), *sets,
                      *(["--quiet"] if quiet else [])], show=not quiet)
-    elif not (pinn_run / "metrics.json").is_file():
+    elif not (pinn_run / "metrics.json").exists():
         raise UserError(f"--pinn {pinn_run}: no metrics.json there; give a finished "
                         "`pinn solve` run folder")
     return pinn_run
@@ -183,6 +183,10 @@ def compare(
     sets_in = _overrides(set_)
     built = _load(file, sets_in)
     chosen = _compare_elements(built, elements, max_level_seconds)
+    if fem_run is not None:  # read before any work: a damaged run folder is refused now
+        from pinn.compare import check_run
+
+        _user(check_run, fem_run, built.problem)
     _fresh(out, "pinn compare")
     out_dir = _user(io.run_folder, out, built.name, False, "-compare")
     io.make_folder(out_dir)

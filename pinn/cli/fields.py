@@ -40,11 +40,11 @@ def _fem_run(run_dir: Path, resolution: int | None):
     elif resolution is not None:
         raise UserError(f"{run_dir}: no config.yaml, so no problem to take an evaluation grid "
                         "from; export the FEM mesh (drop --resolution)")
-    try:
+    try:  # (a damaged file: pinn.io.BadFile, one line naming it)
         sol = FEMSolution.load(run_dir, problem)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{run_dir / 'fem.npz'}: not a readable FEM solution ({exc}); solve "
-                        "again with `pinn fem FILE --out DIR`") from None
+    except FileNotFoundError as exc:
+        raise UserError(f"{exc.filename}: no such file; solve again with `pinn fem FILE "
+                        "--out DIR`") from None
     return sol, problem, name
 
 
@@ -96,7 +96,9 @@ def export_fields(
                         "fem.npz of `pinn fem`)")
     path = _user(F.target, out, format_, default_dir=run_dir / "fields", stem=name,
                  series=series)
-    _user(F.check_writable, path)
+    # what to do instead says --out as the command takes it: another one where it was given
+    _user(F.check_writable, path, "choose another --out" if out is not None else
+          "give --out FILE (or a folder) to write the fields elsewhere")
     if fem is None:
         fields = F.from_score(sol.score(resolution), problem=problem.name, method="PINN")
     elif resolution is None:

@@ -12,6 +12,7 @@ import skfem
 from scipy.spatial import cKDTree
 
 from pinn import evaluate as ev
+from pinn import io
 from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate_points_numpy
 from pinn.io import write_npz, write_text
@@ -26,6 +27,28 @@ _ELEMENTS = {
     ("MeshTet1", 1): skfem.ElementTetP1, ("MeshTet1", 2): skfem.ElementTetP2,
 }
 CHUNK = 8192
+
+#: The format of ``fem.json`` (:meth:`FEMSolution.save`).
+FORMAT = "pinn.fem/1"
+#: Vertices of a cell of each mesh (the rows of ``t``).
+_VERTICES = {"MeshLine1": 2, "MeshTri1": 3, "MeshTet1": 4}
+_NAMES = io.list_of(io.TEXT, "a list of names")
+#: What ``fem.json`` holds (:meth:`FEMSolution.save`), checked by :meth:`FEMSolution.load`.
+_META = io.mapping({
+    "format": io.Kind(f"{FORMAT!r} (a FEM solution of this pinn)", lambda v: v == FORMAT),
+    "mesh": io.Kind(f"one of {', '.join(_MESHES)}",
+                    lambda v: isinstance(v, str) and v in _MESHES),
+    "fields": _NAMES, "coords": _NAMES, "up_to_constant": _NAMES,
+    "degrees": io.mapping_of(io.INTEGER, "an object of integers (each field's degree)"),
+    "time": io.TEXT.or_null(), "solve_seconds": io.NUMBER,
+    "info": io.mapping({
+        "element": io.Kind("text or an object of texts", lambda v: isinstance(v, str) or (
+            isinstance(v, dict) and all(isinstance(x, str) for x in v.values()))).or_null(),
+        "dt": io.NUMBER.or_null(), "theta": io.NUMBER.or_null(),
+        "newton_iterations": io.INTEGER.or_null()}, "an object (the solver's facts)").or_null(),
+}, "an object (a FEM solution's description)",
+    required=("format", "mesh", "fields", "degrees", "coords", "time", "solve_seconds",
+              "up_to_constant"))
 
 
 class _Locator:
@@ -326,17 +349,131 @@ class FEMSolution:
 
     @classmethod
     def load(cls, directory, problem=None) -> FEMSolution:
+        """The solution saved in ``directory`` (``fem.json``, ``fem.npz``), read by
+        :func:`pinn.io.read_json_file` / :func:`pinn.io.read_npz_file` and checked before
+        anything is built from it: the kinds of ``fem.json``'s values, the arrays' kinds
+        and shapes against the mesh and the elements it names, the cells (inside the mesh,
+        none flat), the stored times; with ``problem``, that it is this problem's (its
+        coordinates and fields). A fault is :class:`pinn.io.BadFile`, one line naming the
+        file; a missing file ``FileNotFoundError``."""
         d = Path(directory)
-        meta = json.loads((d / "fem.json").read_text())
-        with np.load(d / "fem.npz", allow_pickle=False) as z:
-            p, t, snaps = z["p"], z["t"], z["snapshots"]
-            times = z["times"] if "times" in z.files else None
+        jpath, npath = d / "fem.json", d / "fem.npz"
+        redo = "the FEM solution is damaged: solve again (pinn fem FILE --out DIR)"
+        meta = io.check_json(io.read_json_file(jpath, "FEM solution"), _META, jpath, redo)
+        _check_meta(meta, jpath, redo)
+        arrays = io.read_npz_file(npath, "FEM solution")
+        p, t, snaps, times = _checked_arrays(arrays, meta, npath, redo)
+        if problem is not None:
+            _check_problem(meta, problem, jpath)
         mesh = _MESHES[meta["mesh"]](p, t)
-        return cls(mesh, tuple(meta["fields"]), meta["degrees"], snaps,
-                   coords=tuple(meta["coords"]), time=meta["time"], times=times,
-                   solve_seconds=meta["solve_seconds"],
-                   up_to_constant=tuple(meta["up_to_constant"]), info=meta.get("info"),
-                   problem=problem)
+        try:
+            return cls(mesh, tuple(meta["fields"]), meta["degrees"], snaps,
+                       coords=tuple(meta["coords"]), time=meta["time"], times=times,
+                       solve_seconds=meta["solve_seconds"],
+                       up_to_constant=tuple(meta["up_to_constant"]), info=meta.get("info"),
+                       problem=problem)
+        except ValueError as exc:  # (the snapshots' width against the mesh's dofs)
+            raise io.BadFile(f"{npath}: {exc}; {redo}") from None
+
+
+def _check_meta(meta: dict, path: Path, redo: str) -> None:
+    """What ``fem.json`` says, beyond its values' kinds: each field once, with a degree the
+    mesh has an element for; the coordinates, as many as the mesh's dimension (and the
+    time); the fields defined up to a constant among the fields."""
+    mesh, fields, coords, time = meta["mesh"], meta["fields"], meta["coords"], meta["time"]
+    if not fields or len(set(fields)) != len(fields):
+        raise io.BadFile(f"{path}: fields must name each field once, not {fields}; {redo}")
+    for f in fields:
+        k = meta["degrees"].get(f)
+        if (mesh, k) not in _ELEMENTS:
+            have = ", ".join(str(j) for m, j in _ELEMENTS if m == mesh)
+            shown = "missing" if k is None else f"{k}"
+            raise io.BadFile(f"{path}: degrees[{json.dumps(f)}] must be one of {have} (a {mesh} "
+                             f"element), not {shown}; {redo}")
+    dim = _VERTICES[mesh] - 1
+    want = dim + (time is not None)
+    if len(coords) != want or len(set(coords)) != len(coords) or (
+            time is not None and time not in coords):
+        raise io.BadFile(f"{path}: coords must name the {dim} coordinate(s) of a {mesh}"
+                         + (f" and the time {time!r}" if time is not None else "")
+                         + f" once each, not {coords}; {redo}")
+    extra = [f for f in meta["up_to_constant"] if f not in fields]
+    if extra:
+        raise io.BadFile(f"{path}: up_to_constant names {', '.join(extra)}, not among the "
+                         f"fields ({', '.join(fields)}); {redo}")
+
+
+def _array(arrays: dict, key: str, path: Path, redo: str, kinds: str, ndim: int,
+           what: str) -> np.ndarray:
+    """``arrays[key]``, a ``ndim``-D array of numbers of ``kinds`` (NumPy's dtype kinds)."""
+    if key not in arrays:
+        raise io.BadFile(f"{path}: no array {key!r} ({what}); {redo}")
+    a = arrays[key]
+    if a.dtype.kind not in kinds or a.ndim != ndim:
+        raise io.BadFile(f"{path}: {key} must be a {ndim}-D array of "
+                         f"{'integers' if kinds == 'iu' else 'numbers'} ({what}), not "
+                         f"{a.ndim}-D {a.dtype}; {redo}")
+    return a
+
+
+def _checked_arrays(arrays: dict, meta: dict, path: Path, redo: str):
+    """``(p, t, snapshots, times)`` of ``fem.npz``, checked against the mesh ``meta``
+    names: ``p`` [dim, vertices] finite, ``t`` [vertices per cell, cells] indices of
+    vertices, no cell flat (it could not be inverted); ``snapshots`` [steps, dofs];
+    ``times`` [steps] increasing, present exactly for an evolution problem."""
+    mesh = meta["mesh"]
+    nv = _VERTICES[mesh]
+    dim = nv - 1
+    p = _array(arrays, "p", path, redo, "iuf", 2, "the mesh's vertices")
+    t = _array(arrays, "t", path, redo, "iu", 2, "the mesh's cells")
+    snaps = _array(arrays, "snapshots", path, redo, "iuf", 2, "the values at each step")
+    if p.shape[0] != dim or p.shape[1] < nv:
+        raise io.BadFile(f"{path}: p must hold {dim} coordinate(s) of at least {nv} vertices "
+                         f"(a {mesh}), not an array of shape {p.shape}; {redo}")
+    if not np.all(np.isfinite(p)):
+        k = int(np.argmin(np.all(np.isfinite(p), axis=0)))
+        raise io.BadFile(f"{path}: p must hold finite coordinates, not {p[:, k].tolist()} "
+                         f"(vertex {k}); {redo}")
+    if t.shape[0] != nv or t.shape[1] < 1:
+        raise io.BadFile(f"{path}: t must hold {nv} vertices per cell (a {mesh}), not an "
+                         f"array of shape {t.shape}; {redo}")
+    if t.min() < 0 or t.max() >= p.shape[1]:
+        raise io.BadFile(f"{path}: t names vertices {t.min()}..{t.max()}, but p has "
+                         f"{p.shape[1]} (0..{p.shape[1] - 1}); {redo}")
+    p = p.astype(np.float64)
+    edges = np.stack([p[:, t[k]] - p[:, t[0]] for k in range(1, nv)], axis=0)  # d, d, ne
+    size = np.abs(np.linalg.det(np.moveaxis(edges, -1, 0)))                     # ne
+    if not np.all(size > 0):
+        k = int(np.argmin(size))
+        raise io.BadFile(f"{path}: cell {k} of the mesh is flat (its vertices "
+                         f"{t[:, k].tolist()} span no {('length', 'area', 'volume')[dim - 1]})"
+                         f"; {redo}")
+    if snaps.shape[0] < 1:
+        raise io.BadFile(f"{path}: snapshots holds no step; {redo}")
+    times = None
+    if meta["time"] is not None:
+        times = _array(arrays, "times", path, redo, "iuf", 1, "the stored times")
+        if len(times) != snaps.shape[0] or not np.all(np.isfinite(times)) or np.any(
+                np.diff(times) <= 0):
+            raise io.BadFile(f"{path}: times must be {snaps.shape[0]} finite, increasing "
+                             f"times (one per snapshot), not {len(times)} value(s) from "
+                             f"{times[:1].tolist()} to {times[-1:].tolist()}; {redo}")
+    elif "times" in arrays:
+        raise io.BadFile(f"{path}: times are stored but fem.json names no time coordinate "
+                         f"(time: null); {redo}")
+    return p, t, snaps.astype(np.float64), times
+
+
+def _check_problem(meta: dict, problem, path: Path) -> None:
+    """The saved solution must be of ``problem``: its coordinates, time and fields."""
+    coords = tuple(c.name for c in problem.coords)
+    time = problem.time_coord.name if problem.time_coord is not None else None
+    if (tuple(meta["coords"]), meta["time"]) != (coords, time) or set(meta["fields"]) != set(
+            problem.field_names):
+        raise io.BadFile(f"{path}: a FEM solution of {', '.join(meta['fields'])} in "
+                         f"({', '.join(meta['coords'])}), not of the problem "
+                         f"{problem.name!r} ({', '.join(problem.field_names)} in "
+                         f"({', '.join(coords)})); give a `pinn fem` run of that problem")
 
 
 def _jsonable(x):

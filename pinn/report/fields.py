@@ -280,29 +280,31 @@ def series_folder(path: str | os.PathLike) -> Path:
     return p.with_name(f"{p.stem}_vtu")
 
 
-def check_writable(path: str | os.PathLike) -> Path:
+def check_writable(path: str | os.PathLike, elsewhere: str = "write it elsewhere") -> Path:
     """Raise ``ValueError`` unless ``path`` can be written: its nearest existing folder is a
     writable folder, and (a ``.pvd`` collection) its VTU folder holds nothing but an
-    earlier export's VTU files. Nothing is created here."""
+    earlier export's VTU files. Nothing is created here. The message names ``path`` and
+    ends with ``elsewhere``: how to write it elsewhere (``pinn export-fields``: its
+    ``--out``)."""
     p = Path(path)
     if p.is_dir():
-        raise ValueError(f"--out {p}: a folder is in the way of the file")
+        raise ValueError(f"{p}: a folder is in the way of the file; remove it or {elsewhere}")
     if p.suffix.lower() == ".pvd":
         folder = series_folder(p)
         mine = re.compile(re.escape(p.stem) + r"_\d{4}\.vtu")
         if folder.exists() and (not folder.is_dir() or any(
                 not mine.fullmatch(q.name) for q in folder.iterdir())):
-            raise ValueError(f"--out {p}: {folder} (where its VTU files go) holds other "
-                             "files; choose another --out")
+            raise ValueError(f"{p}: {folder} (where its VTU files go) holds other files; "
+                             f"move them or {elsewhere}")
     parent = p.parent
     while not parent.exists():
         if parent == parent.parent:
             break
         parent = parent.parent
     if not parent.is_dir():
-        raise ValueError(f"--out {p}: {parent} is a file, not a folder")
+        raise ValueError(f"{p}: {parent} is a file, not a folder; {elsewhere}")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {p}: {parent} is not writable (choose another --out)")
+        raise ValueError(f"{p}: {parent} is not writable; make it writable or {elsewhere}")
     return p
 
 

@@ -27,18 +27,37 @@ def save_grid(run_dir, grid: EvaluationGrid, pred: Mapping[str, np.ndarray],
 
 def load_grid(path) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
     """Read a ``solution_grid.npz`` (see :func:`save_grid`): ``(points, fields, meta)`` with
-    ``meta`` holding the grid's coordinate ``names``, ``shape`` and inside ``mask``."""
-    from pinn.io import read_npz_file
+    ``meta`` holding the grid's coordinate ``names``, ``shape`` and inside ``mask``. Every
+    array is checked (``points`` [N, d] numbers, a value of each field at each point, the
+    mask as large as the grid): a fault is :class:`pinn.io.BadFile` naming the file."""
+    from pinn.io import BadFile, read_npz_file
 
     z = read_npz_file(path, "solution grid")
-    try:
-        pts = z["points"]
-        fields = {k[len("field_"):]: v for k, v in z.items() if k.startswith("field_")}
-        meta = {"names": [str(n) for n in z["names"]], "shape": tuple(int(s) for s in z["shape"]),
-                "mask": z["mask"]}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{path}: not a solution grid ({exc}); run `pinn plot` on the run "
-                         "to write it again") from None
+    redo = "the solution grid is damaged: run `pinn plot` on the run to write it again"
+    for key in ("points", "names", "shape", "mask"):
+        if key not in z:
+            raise BadFile(f"{path}: no array {key!r}; {redo}")
+    pts, names, shape, mask = z["points"], z["names"], z["shape"], z["mask"]
+    if pts.ndim != 2 or pts.dtype.kind not in "iuf":
+        raise BadFile(f"{path}: points must be a 2-D array of numbers, not {pts.ndim}-D "
+                      f"{pts.dtype}; {redo}")
+    if names.ndim != 1 or names.dtype.kind != "U" or len(names) != pts.shape[1]:
+        raise BadFile(f"{path}: names must name the {pts.shape[1]} coordinate(s) of the "
+                      f"points, not {names.ndim}-D {names.dtype} of {names.size}; {redo}")
+    if shape.ndim != 1 or shape.dtype.kind not in "iu" or len(shape) > 8 or np.any(shape < 1):
+        raise BadFile(f"{path}: shape must be the grid's nodes per axis (integers of at least "
+                      f"1), not {shape.tolist() if shape.size <= 8 else shape.shape}; {redo}")
+    if mask.dtype.kind != "b" or mask.size != int(np.prod(shape, dtype=np.float64)):
+        raise BadFile(f"{path}: mask must be one true or false per grid node "
+                      f"({' x '.join(str(int(n)) for n in shape)}), not {mask.size} "
+                      f"{mask.dtype}; {redo}")
+    fields = {k[len("field_"):]: v for k, v in z.items() if k.startswith("field_")}
+    for k, v in fields.items():
+        if v.dtype.kind not in "iuf" or v.shape != (len(pts),):
+            raise BadFile(f"{path}: field_{k} must hold one number per point "
+                          f"({len(pts)}), not an array of shape {v.shape} {v.dtype}; {redo}")
+    meta = {"names": [str(n) for n in names], "shape": tuple(int(s) for s in shape),
+            "mask": mask}
     return pts, fields, meta
 
 

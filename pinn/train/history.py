@@ -24,6 +24,7 @@ from pinn.io import (
     INTEGER,
     NUMBER,
     TEXT,
+    BadFile,
     WriteError,
     check_json,
     mapping,
@@ -50,21 +51,28 @@ def _clean(value: Any) -> Any:
 
 
 def read_history(path: str | os.PathLike) -> list[dict]:
-    """Rows of a ``history.jsonl``; a torn line (a killed writer's) is skipped, a row of the
-    wrong kinds (:data:`ROW`) is :class:`pinn.io.BadFile`, naming the file, the line and
-    the key."""
+    """Rows of a ``history.jsonl``. Only a torn last line (an append cut short by a kill or a
+    full disk: no newline ends it) is skipped; a line that is not JSON anywhere else, or a
+    row of the wrong kinds (:data:`ROW`), is a damaged file: :class:`pinn.io.BadFile`,
+    naming the file, the line and what is wrong."""
     rows = []
     path = Path(path)
     if not path.exists():
         return rows
     fix = "the training history is damaged: remove that line, or the file (a run loads without it)"
-    for n, line in enumerate(read_text_file(path, "training history").splitlines(), 1):
+    lines = read_text_file(path, "training history").split("\n")
+    # (a file that ends with a newline splits into a last empty piece: no line is torn)
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if n == len(lines):  # the last line, without its newline: an append cut short
+                continue
+            why = (f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
+                   else "nested too deeply")
+            raise BadFile(f"{path}, line {n}: not a JSON row ({why}); {fix}") from None
         rows.append(check_json(row, ROW, path, fix, line=n))
     return rows
 
