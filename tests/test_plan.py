@@ -399,12 +399,14 @@ exact: {{u: "exp(-0.01*pi^2*t)*sin(pi*x)"}}
 """
 
 
-@pytest.mark.parametrize("t1,windows", [(1.0, 1), (100.0, 1), (300.0, 3), (3000.0, 10)])
+@pytest.mark.parametrize("t1,windows", [(1.0, 1), (100.0, 1), (300.0, 3), (1200.0, 10),
+                                        (3000.0, 1)])
 def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
     """u_t = 0.01 u_xx from sin(pi x): the rate is 0.0987 per unit time, so a horizon of 100
     time units is 9.9 e-folds (one window holds up to 4 pi = 12.6), 300 is 29.6 (3
-    windows), 3000 is capped at 10 (on by default; plan: {windows: false} turns it off);
-    the exact solution satisfies the planned problem; a file's own windows are kept."""
+    windows), 1200 is 118 (10), 3000 is 296, which would need 24 windows: not marched, and
+    the plan says why (on by default; plan: {windows: false} turns it off); the exact
+    solution satisfies the planned problem; a file's own windows are kept."""
     from pinn.report.manufactured import check
 
     off = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: false}\n", "off.yaml")
@@ -413,9 +415,11 @@ def test_the_horizon_sets_the_time_windows(tmp_path, t1, windows):
     plan = built.plan()
     assert plan.training.windows == windows
     made = [c for c in plan.choices if c.what == "windows"]
-    assert [c.value for c in made] == ([windows] if windows > 1 else [])
+    assert [c.value for c in made] == ([windows] if windows > 1 or t1 > 1000 else [])
     if made:
         assert f"{0.01 * np.pi**2 * t1:.3g}" in made[0].why
+    if t1 > 1200:
+        assert "not marched" in made[0].why and "24 windows" in made[0].why
     assert all(t.ok for t in check(plan.problem))
     given = _load(tmp_path, HORIZON.format(t1=t1) + "plan: {windows: true}\n"
                   "training: {windows: 2}\n", "own.yaml")
