@@ -411,15 +411,18 @@ class WriteError(OSError):
         return f"{self.filename}: cannot be written ({self.strerror}); {self.kept}"
 
 
-def make_folder(folder: str | os.PathLike) -> Path:
-    """``folder``, made with its parents where missing; :class:`WriteError` naming it (and
-    the folder that could not be made) when they cannot be."""
+def make_folder(folder: str | os.PathLike, *, file: str | os.PathLike | None = None,
+                kept: str = "nothing was written") -> Path:
+    """``folder``, made with its parents where missing; :class:`WriteError` naming it (or
+    ``file``, the file it was made for, and what of that is ``kept``) and the folder that
+    could not be made, when they cannot be."""
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise WriteError(folder, exc, f"the folder {exc.filename or folder} could not be made; "
-                         "nothing was written") from exc
+        raise WriteError(folder if file is None else file, exc,
+                         f"the folder {exc.filename or folder} could not be made; {kept}"
+                         ) from exc
     return folder
 
 
@@ -430,10 +433,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: st
     path = Path(path)
     kept = (f"{path.name} keeps its previous contents" if os.path.lexists(path)
             else f"{path.name} was not created")
-    try:
-        make_folder(path.parent)
-    except WriteError as exc:
-        raise WriteError(path, exc, exc.kept.replace("nothing was written", kept)) from exc
+    make_folder(path.parent, file=path, kept=kept)
     refuse_special(path)
     tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
@@ -464,10 +464,7 @@ def open_new(path: str | os.PathLike, mode: str = "wb", *, buffering: int = -1):
     :class:`WriteError` naming ``path``."""
     path = Path(path)
     kept = f"{path.name} was not created"
-    try:
-        make_folder(path.parent)
-    except WriteError as exc:
-        raise WriteError(path, exc, exc.kept.replace("nothing was written", kept)) from exc
+    make_folder(path.parent, file=path, kept=kept)
     refuse_special(path)
     try:
         with contextlib.suppress(FileNotFoundError):
