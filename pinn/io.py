@@ -13,9 +13,9 @@ was kept: the old file, untouched, or none.
 
 Every file the package reads goes through :func:`regular_file` and the readers built on it
 (:func:`read_text_file`, :func:`read_bytes_file`, :func:`read_json_file`,
-:func:`read_npz_file`), and what a JSON file holds is checked against the kinds of value
-each key must hold (:class:`Kind`, :func:`check_json`): a fault is :class:`BadFile`, one
-line naming the file, the key, what it must be and what to do.
+:func:`read_npz_file`, :func:`read_npy_file`), and what a JSON file holds is checked
+against the kinds of value each key must hold (:class:`Kind`, :func:`check_json`): a fault
+is :class:`BadFile`, one line naming the file, the key, what it must be and what to do.
 
 A run folder is locked while a command writes into it (:func:`lock_run_folder`: an
 advisory ``flock`` on ``RUN/.lock``, released when the process ends, also by a crash or a
@@ -54,6 +54,7 @@ __all__ = [
     "read_bytes_file",
     "read_json_file",
     "read_npz_file",
+    "read_npy_file",
     "Kind",
     "NUMBER",
     "INTEGER",
@@ -90,7 +91,10 @@ __all__ = [
     "write_command",
     "read_command",
     "read_points",
+    "read_params",
+    "check_queries",
     "write_values",
+    "write_query_values",
 ]
 
 #: Part of every temporary file's name (``.NAME.tmp-PID-HEX``): readers skip such files.
@@ -221,6 +225,44 @@ def read_npz_file(path: str | os.PathLike, what: str = "npz file",
             MemoryError) as exc:
         why = str(exc) or type(exc).__name__
         raise BadFile(f"{p}: not a readable npz ({why}); the {what} is damaged or "
+                      "truncated: write it again") from None
+
+
+def read_npy_file(path: str | os.PathLike, what: str = "npy file",
+                  limit: int = MAX_NPZ_BYTES) -> np.ndarray:
+    """The array of the ``.npy`` at ``path`` (no pickles), its header (shape, dtype) checked
+    against the file's size and ``limit`` before the data is read; :class:`BadFile` for a
+    damaged, truncated or oversized file."""
+    p = regular_file(path, what)
+    try:
+        fh = open(p, "rb")
+    except OSError as exc:  # (no permission: not damaged, closed to us)
+        raise _unreadable(p, exc) from None
+    try:
+        with fh:
+            size = os.fstat(fh.fileno()).st_size
+            version = np.lib.format.read_magic(fh)
+            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read(fh)
+            if dtype.hasobject:
+                raise BadFile(f"{p}: the array holds Python objects, which are never loaded; "
+                              "write numbers")
+            need = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+            if need > limit:
+                raise BadFile(f"{p}: its array holds more than {limit} bytes, too large for "
+                              f"a {what}")
+            if need > size - fh.tell():
+                raise BadFile(f"{p}: the array declares {shape} {dtype} but the file holds "
+                              f"{size - fh.tell()} bytes of data; the {what} is damaged or "
+                              "truncated: write it again")
+            fh.seek(0)
+            return np.load(fh, allow_pickle=False)
+    except BadFile:
+        raise
+    except (OSError, ValueError, EOFError, MemoryError) as exc:
+        why = str(exc) or type(exc).__name__
+        raise BadFile(f"{p}: not a readable npy ({why}); the {what} is damaged or "
                       "truncated: write it again") from None
 
 
@@ -820,6 +862,29 @@ def read_command(run_dir: str | os.PathLike) -> dict:
     return check_json(data, _COMMAND, path, f"the run's command is damaged: {redo}")
 
 
+def _csv_table(text: str) -> tuple[list[str] | None, np.ndarray]:
+    """A CSV text's header (None when its first line is numbers) and its rows of numbers
+    ``[rows, columns]``; ValueError for a column named twice or a row that is not numbers."""
+    first = text.split("\n", 1)[0]
+    cells = [c.strip() for c in first.split(",")]
+    try:
+        [float(c) for c in cells]
+        header = None
+    except ValueError:
+        header = cells
+        twice = sorted({c for c in cells if cells.count(c) > 1})
+        if twice:
+            raise ValueError(f"the column {', '.join(twice)} appears twice in the header; "
+                             "name each column once") from None
+    import warnings
+
+    with warnings.catch_warnings():  # "input contained no data": the callers report it
+        warnings.simplefilter("ignore", UserWarning)
+        arr = np.loadtxt(io.StringIO(text), delimiter=",",
+                         skiprows=0 if header is None else 1, ndmin=2)
+    return header, arr
+
+
 def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
     """Points ``[N, len(names)]`` from a CSV file (a header naming the coordinates, or bare
     numbers) or an NPZ file (``points``, or one array per coordinate); ``ValueError``
@@ -842,24 +907,7 @@ def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
                 raise ValueError(f"expected an array 'points' [N, {len(names)}] or arrays "
                                  f"{', '.join(names)}; found {', '.join(z)}")
         else:
-            text = read_text_file(path, "points file")
-            first = text.split("\n", 1)[0]
-            cells = [c.strip() for c in first.split(",")]
-            try:
-                [float(c) for c in cells]
-                header = None
-            except ValueError:
-                header = cells
-                twice = sorted({c for c in cells if cells.count(c) > 1})
-                if twice:
-                    raise ValueError(f"the column {', '.join(twice)} appears twice in the "
-                                     "header; name each column once") from None
-            import warnings
-
-            with warnings.catch_warnings():  # "input contained no data": reported below
-                warnings.simplefilter("ignore", UserWarning)
-                arr = np.loadtxt(io.StringIO(text), delimiter=",",
-                                 skiprows=0 if header is None else 1, ndmin=2)
+            header, arr = _csv_table(read_text_file(path, "points file"))
             if arr.size == 0:
                 raise ValueError("no points: the file has no rows of numbers")
             if header is not None:
@@ -882,6 +930,108 @@ def read_points(path: str | os.PathLike, names: list[str]) -> np.ndarray:
     if not np.all(np.isfinite(pts)):
         raise ValueError(f"{path}: points contain NaN or infinite values")
     return pts
+
+
+def read_params(path: str | os.PathLike, names: list[str]) -> np.ndarray:
+    """Values of the ranged parameters ``names`` for many queries, ``[Q, len(names)]`` (one
+    row per query, columns in ``names``' order), from a CSV file (a header naming exactly
+    ``names``, in any order, then one row per query), an NPZ file (``params`` ``[Q, p]``
+    in ``names``' order, with ``param_names`` naming its columns where present; or one
+    1-D array per name) or an NPY file (``[Q, p]`` in ``names``' order). Read by the
+    checked readers (:func:`read_text_file`, :func:`read_npz_file`,
+    :func:`read_npy_file`: a regular file within their size limits), every value a finite
+    number; ``ValueError`` naming the file otherwise. The ranges are the problem's to check
+    (:meth:`pinn.problem.Problem.param_rows`)."""
+    path = Path(path)
+    order = ",".join(names)
+    if not path.exists():
+        raise ValueError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            rows = np.asarray(read_npy_file(path, "parameter file"), dtype=np.float64)
+            if rows.ndim != 2 or rows.shape[1] != len(names):
+                raise ValueError(f"{path}: the array must be [Q, {len(names)}], one row per "
+                                 f"query with the columns {', '.join(names)} in this order; "
+                                 f"got shape {rows.shape}")
+        elif suffix == ".npz":
+            rows = _npz_params(path, read_npz_file(path, "parameter file"), names)
+        else:
+            text = read_text_file(path, "parameter file")
+            if not text.strip():
+                raise ValueError(f"{path}: empty; give a CSV with the header {order} and one "
+                                 "row per query")
+            header, arr = _csv_table(text)
+            if header is None:
+                raise ValueError(f"{path}: no header; the first line must name the ranged "
+                                 f"parameters: {order}")
+            missing = [n for n in names if n not in header]
+            extra = [c for c in header if c not in names]
+            if missing or extra:
+                what = (f"no column for {', '.join(missing)}" if missing else
+                        f"the column {', '.join(extra)} is not a ranged parameter")
+                raise ValueError(f"{path}: {what} (header: {','.join(header)}); the columns "
+                                 f"are the ranged parameters: {order}")
+            if arr.size == 0:
+                raise ValueError(f"{path}: no queries: the file has a header but no rows of "
+                                 "numbers")
+            rows = np.stack([arr[:, header.index(n)] for n in names], axis=1)
+    except BadFile:
+        raise
+    except ValueError as exc:
+        if str(exc).startswith(f"{path}: "):
+            raise
+        raise ValueError(f"{path}: cannot read parameter values ({exc})") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path}: cannot read parameter values ({exc})") from None
+    if len(rows) == 0:
+        raise ValueError(f"{path}: no queries: the file has no rows of parameter values")
+    bad = ~np.isfinite(rows)
+    if bad.any():
+        i, j = (int(k[0]) for k in np.nonzero(bad))
+        raise ValueError(f"{path}: {names[j]}={rows[i, j]} in query {i} (counting from 0); "
+                         "every parameter value must be a finite number")
+    return rows
+
+
+def _npz_params(path: Path, z: dict[str, np.ndarray], names: list[str]) -> np.ndarray:
+    if "params" in z:
+        rows = np.asarray(z["params"], dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[1] != len(names):
+            raise ValueError(f"{path}: 'params' must be [Q, {len(names)}], one row per query "
+                             f"with the columns {', '.join(names)}; got shape {rows.shape}")
+        if "param_names" in z:
+            given = [str(n) for n in np.asarray(z["param_names"]).reshape(-1)]
+            if given != list(names):
+                raise ValueError(f"{path}: 'param_names' ({', '.join(given)}) are not the "
+                                 f"ranged parameters in their order ({', '.join(names)})")
+        return rows
+    missing = [n for n in names if n not in z]
+    extra = [k for k in z if k not in names]
+    if missing or extra:
+        what = (f"no array for {', '.join(missing)}" if missing else
+                f"the array {', '.join(extra)} is not a ranged parameter")
+        raise ValueError(f"{path}: {what} (arrays: {', '.join(z) or 'none'}); give an array "
+                         f"'params' [Q, {len(names)}] or one array per ranged parameter: "
+                         f"{', '.join(names)}")
+    cols = {n: np.asarray(z[n], dtype=np.float64).reshape(-1) for n in names}
+    if len({len(c) for c in cols.values()}) > 1:
+        raise ValueError(f"{path}: the arrays have different lengths ("
+                         + ", ".join(f"{n}: {len(c)}" for n, c in cols.items())
+                         + "); give one value per query in each")
+    return np.stack([cols[n] for n in names], axis=1)
+
+
+def check_queries(path: str | os.PathLike, queries: int, points: int, columns: int) -> None:
+    """Refuse ``queries`` x ``points`` rows of ``columns`` numbers (a batched evaluation's
+    table: the query, the parameters, the coordinates, the outputs) that hold more, as
+    float64, than the most a points file may (:data:`MAX_NPZ_BYTES`); ``BadFile`` naming
+    ``path``."""
+    need = queries * points * columns * 8
+    if need > MAX_NPZ_BYTES:
+        raise BadFile(f"{path}: {queries} queries x {points} points, {columns} numbers each, "
+                      f"make {need} bytes, more than the {MAX_NPZ_BYTES} a points file may "
+                      "hold; give fewer queries or fewer points in one call")
 
 
 def _shortest(v) -> str:
@@ -923,4 +1073,38 @@ def write_values(out: str | os.PathLike | None, points: np.ndarray, names: list[
     if out is None:
         return buf.getvalue()
     write_text(out, buf.getvalue())
+    return None
+
+
+def write_query_values(out: str | os.PathLike | None, points: np.ndarray, names: list[str],
+                       params: np.ndarray, param_names: list[str], values: dict, *,
+                       digits: int | None = None) -> str | None:
+    """Values of many queries (``values[k]``: ``[Q, N]``, query ``q`` at the parameters
+    ``params[q]`` and the points ``points[N, d]``): into ``out`` (``.npz``: ``points``
+    ``[N, d]``, ``params`` ``[Q, p]``, ``param_names``, and each value ``[Q, N]``),
+    otherwise CSV, returned as text with no ``out``: one row per query and point, query by
+    query, the columns ``query,<param_names>,<names>,<values>``; numbers written as by
+    :func:`write_values`."""
+    q, n = len(params), len(points)
+    values = {k: np.asarray(v) for k, v in values.items()}
+    if out is not None and Path(out).suffix.lower() == ".npz":
+        taken = sorted({"points", "params", "param_names"} & set(values))
+        if taken:
+            raise ValueError(f"{out}: an output named {taken[0]!r} would overwrite the array "
+                             "of that name; name the output differently")
+        write_npz(out, points=points, params=params, param_names=np.asarray(param_names),
+                  **values)
+        return None
+    stacked = np.concatenate([np.repeat(params, n, axis=0), np.tile(points, (q, 1))], axis=1)
+    text = write_values(None, stacked, [*param_names, *names],
+                        {k: v.reshape(q * n, *v.shape[2:]) for k, v in values.items()},
+                        digits=digits)
+    header, _, body = text.partition("\n")
+    lines = body.split("\n")  # the last is empty (the text ends with a newline)
+    query = np.repeat(np.arange(q), n)
+    text = "".join([f"query,{header}\n",
+                    *(f"{k},{line}\n" for k, line in zip(query, lines[:-1], strict=True))])
+    if out is None:
+        return text
+    write_text(out, text)
     return None

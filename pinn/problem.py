@@ -223,29 +223,84 @@ class Problem:
     def param_columns(self, params: Mapping[str, float] | None, n: int, *,
                       where: str = "params") -> np.ndarray:
         """``[n, len(ranged)]`` float64: the ranged parameters' values ``params`` (a value
-        per name, each within its range up to 1e-9 of its width) repeated for ``n``
-        points. ValueError naming the fix for a missing, unknown or out-of-range name."""
+        per name, each finite and within its range up to 1e-9 of its width) repeated for
+        ``n`` points. ValueError naming the fix for a missing, unknown or out-of-range name
+        (many values per name: :meth:`param_rows`)."""
         params = dict(params or {})
+        many = {k: np.shape(v) for k, v in params.items() if np.ndim(v) > 0}
+        if many:
+            k, shape = next(iter(many.items()))
+            raise ValueError(f"{where}: {k} has values of shape {shape}; give one value per "
+                             "name here (many queries at once: Solution(points, params=...) "
+                             "and Solution.evaluate take arrays)")
+        return np.tile(self._param_rows(params, where, one=True), (n, 1))
+
+    def param_rows(self, params, *, where: str = "params") -> np.ndarray:
+        """``[Q, len(ranged)]`` float64: values of the ranged parameters for ``Q`` queries,
+        one row each, columns in :attr:`ranged`'s order. ``params``: a mapping ``{name:
+        value or 1-D array of Q values}`` (a single value is held for every query) or an
+        array ``[Q, len(ranged)]``. Every value finite and within its range up to 1e-9 of
+        its width. ``ValueError`` (``TypeError`` for what is not numbers) saying what was
+        given and what is expected."""
+        return self._param_rows(params, where, one=False)
+
+    def _param_rows(self, params, where: str, one: bool) -> np.ndarray:
         names = [p.name for p in self.ranged]
-        unknown = sorted(set(params) - set(names))
-        if unknown:
-            raise ValueError(f"{where}: {unknown} are not ranged parameters of this problem "
-                             f"(ranged: {names or 'none'})")
-        missing = [k for k in names if k not in params]
-        if missing:
-            rng = ", ".join(f"{p.name} in {list(p.range)}" for p in self.ranged)
-            raise ValueError(f"{where}: give a value for {missing} (this problem is "
-                             f"parametric: {rng})")
-        cols = []
-        for p in self.ranged:
-            v = float(params[p.name])
+        columns = f"the columns {', '.join(names)}" if names else "no columns"
+        if isinstance(params, Mapping):
+            unknown = sorted(set(params) - set(names))
+            if unknown:
+                raise ValueError(f"{where}: {unknown} are not ranged parameters of this "
+                                 f"problem (ranged: {names or 'none'})")
+            missing = [k for k in names if k not in params]
+            if missing:
+                rng = ", ".join(f"{p.name} in {list(p.range)}" for p in self.ranged)
+                raise ValueError(f"{where}: give a value for {missing} (this problem is "
+                                 f"parametric: {rng})")
+            cols = {k: _numbers(params[k], f"{where}[{k!r}]") for k in names}
+            deep = {k: v.shape for k, v in cols.items() if v.ndim > 1}
+            if deep:
+                k, shape = next(iter(deep.items()))
+                raise ValueError(f"{where}: {k} has values of shape {shape}; give one value "
+                                 "or a 1-D array of Q values (one per query) per name")
+            lengths = {k: len(v) for k, v in cols.items() if v.ndim == 1}
+            if len(set(lengths.values())) > 1:
+                raise ValueError(f"{where}: the names have different numbers of values ("
+                                 + ", ".join(f"{k}: {n}" for k, n in lengths.items())
+                                 + "); give Q values (one per query) for every name, or "
+                                 "one value, held for every query")
+            q = next(iter(lengths.values()), 1)
+            rows = (np.stack([np.broadcast_to(cols[k], (q,)) for k in names], axis=1)
+                    if names else np.zeros((q, 0)))
+        else:
+            arr = _numbers(params, where)
+            if arr.ndim != 2 or arr.shape[1] != len(names):
+                hint = ("; for one query pass a mapping {name: value}" if arr.ndim < 2 else "")
+                if arr.ndim == 1 and len(names) == 1:
+                    hint = (f"; for {len(arr)} values of {names[0]} pass "
+                            f"{{{names[0]!r}: values}} or values[:, None]")
+                raise ValueError(f"{where}: an array of parameter values must be [Q, "
+                                 f"{len(names)}], one row per query with {columns} (the "
+                                 f"ranged parameters' order); got shape {arr.shape}{hint}")
+            rows = arr
+        if len(rows) == 0:
+            raise ValueError(f"{where}: no parameter values (0 queries); give at least one "
+                             f"row of {columns}")
+        for j, p in enumerate(self.ranged):
+            v = rows[:, j]
             lo, hi = p.range
             tol = 1e-9 * (hi - lo)
-            if not lo - tol <= v <= hi + tol:
-                raise ValueError(f"{where}: {p.name}={v} is outside the range it was trained "
-                                 f"on, [{lo}, {hi}]")
-            cols.append(v)
-        return np.tile(np.asarray(cols, np.float64), (n, 1))
+            bad = ~np.isfinite(v) | (v < lo - tol) | (v > hi + tol)
+            if bad.any():
+                i = int(np.argmax(bad))
+                more = (f"; {int(bad.sum())} of the {len(v)} values of {p.name} are out of "
+                        "range or not finite" if bad.sum() > 1 else "")
+                at = "" if one else f" (query {i}, counting from 0{more})"
+                what = (f"is not a finite number; give values within [{lo}, {hi}]"
+                        if not np.isfinite(v[i]) else
+                        f"is outside the range it was trained on, [{lo}, {hi}]")
+                raise ValueError(f"{where}: {p.name}={float(v[i])}{at} {what}")
+        return rows
 
     def expand(self, e: E.Expr) -> E.Expr:
         """Resolve vector operators over this problem's spatial coords and push derivatives."""
@@ -522,3 +577,18 @@ def _reader_in(reader: Reader, table: Mapping, where: str) -> Reader:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
     return Reader(reader.arrays, DataNames(ns), reader.source)
+
+
+def _numbers(value, where: str) -> np.ndarray:
+    """``value`` as a float64 array; ``TypeError`` for what is not numbers."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{where}: expected numbers, got the text {value!r}")
+    try:
+        arr = np.asarray(value)
+    except ValueError as exc:  # ragged nested lists
+        raise TypeError(f"{where}: expected numbers (a value, a 1-D array or a 2-D array), "
+                        f"got {type(value).__name__} ({exc})") from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{where}: expected numbers, got {type(value).__name__} of dtype "
+                        f"{arr.dtype}")
+    return arr.astype(np.float64)

@@ -29,9 +29,30 @@ from pinn.train.spec import Training, precision_scope
 __all__ = ["Solution"]
 
 
-def _chunks(a: np.ndarray, size: int):
-    for i in range(0, max(len(a), 1), size):
-        yield a[i:i + size]
+#: Parameter values: one mapping ``{name: value}``, or many at once (a mapping ``{name:
+#: array of Q values}``, or an array ``[Q, p]`` in the problem's ranged-parameter order).
+Params = Mapping[str, float] | Mapping[str, np.ndarray] | np.ndarray
+
+
+def _batched(params) -> bool:
+    """Whether ``params`` holds many queries: an array, or a mapping with an array value."""
+    return params is not None and (not isinstance(params, Mapping)
+                                   or any(np.ndim(v) > 0 for v in params.values()))
+
+
+def _chunks(a: np.ndarray, size: int, rows: np.ndarray | None = None):
+    """``a`` in chunks of ``size`` rows; with ``rows`` (``[Q, p]``), the network's inputs of
+    every query stacked query by query (``a[n]`` with ``rows[q]`` appended, row ``q * N + n``),
+    made chunk by chunk so that only one chunk of them is ever held."""
+    if rows is None:
+        for i in range(0, max(len(a), 1), size):
+            yield a[i:i + size]
+        return
+    n = max(len(a), 1)
+    total = len(rows) * len(a)
+    for i in range(0, max(total, 1), size):
+        k = np.arange(i, min(i + size, total))
+        yield np.concatenate([a[k % n], rows[k // n]], axis=1)
 
 
 class Solution:
@@ -83,12 +104,20 @@ class Solution:
         """The network's inputs ``[N, d + p]``: ``points`` (the coordinates) with a
         parametric problem's ranged parameters appended from ``params``; without
         ``params`` the points may carry those columns themselves."""
+        pts = self._points(points, params)
+        return ev.with_params(self.problem, pts, params) if params is not None else pts
+
+    def _points(self, points, params) -> np.ndarray:
+        """``points`` as ``[N, d]`` float64 (``[N, d + p]`` where no ``params`` is given: a
+        parametric solution's points may carry the parameters' columns)."""
         p = self.problem
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim == 1 and len(p.coords) == 1:
             pts = pts[:, None]
         if params is not None and not p.ranged:
-            raise ValueError(f"params={dict(params)}: this solution has no ranged parameters "
+            shown = (dict(params) if isinstance(params, Mapping) else
+                     f"an array of shape {np.shape(params)}")
+            raise ValueError(f"params={shown}: this solution has no ranged parameters "
                              "(evaluate it at points alone)")
         cols = p.coords if params is not None else p.inputs
         if pts.ndim != 2 or pts.shape[1] != len(cols):
@@ -100,22 +129,38 @@ class Solution:
             raise ValueError(
                 f"points must be an array [N, {len(cols)}] with columns "
                 f"{', '.join(c.name for c in cols)}; got shape {pts.shape}{hint}")
-        return ev.with_params(p, pts, params) if params is not None else pts
+        return pts
 
-    def __call__(self, points, params: Mapping[str, float] | None = None) -> np.ndarray:
+    def _inputs(self, points, params) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(inputs, None)``: the network's inputs ``[N, d + p]`` for one value of the
+        parameters (or none); or, for many (:func:`_batched`), ``(points[N, d],
+        rows[Q, p])``, the parameters' values checked by :meth:`Problem.param_rows
+        <pinn.problem.Problem.param_rows>`."""
+        if not _batched(params):
+            return self._as_points(points, params), None
+        pts = self._points(points, params)
+        return pts, self.problem.param_rows(params)
+
+    def __call__(self, points, params: Params | None = None) -> np.ndarray:
         """Field values ``[N, n_fields]`` at ``points[N, d]`` (a parametric solution: at the
-        ranged parameters' values ``params``, or points ``[N, d + p]`` carrying them)."""
-        pts = self._as_points(points, params)
+        ranged parameters' values ``params``, or points ``[N, d + p]`` carrying them).
+
+        Many parameter values at once: ``params`` a mapping ``{name: array of Q values}``
+        (a single value is held for every query) or an array ``[Q, p]`` (columns in the
+        order of ``problem.ranged``) gives ``[Q, N, n_fields]``, every point at every row
+        of parameters, in one jitted evaluation (in chunks of points)."""
+        pts, rows = self._inputs(points, params)
         with precision_scope(self.precision):
             fn = self._compiled.get("__apply__")
             if fn is None:
                 fn = self._compiled["__apply__"] = jax.jit(self.apply)
             outs = [np.asarray(fn(self.params["net"], jnp.asarray(c)))
-                    for c in _chunks(pts, 65536)]
-        return np.concatenate(outs, axis=0)
+                    for c in _chunks(pts, 65536, rows)]
+        out = np.concatenate(outs, axis=0)
+        return out if rows is None else out.reshape(len(rows), len(pts), *out.shape[1:])
 
     def evaluate(self, points, exprs: Mapping[str, E.Expr | str] | Sequence | None = None,
-                 params: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+                 params: Params | None = None) -> dict[str, np.ndarray]:
         """Values at ``points``: every field (default), or any expressions of the fields.
 
         ``exprs`` maps names to expressions (or strings in the PDE language), e.g.
@@ -123,11 +168,15 @@ class Solution:
         solution is evaluated at the ranged parameters' values ``params``
         (``{"alpha": 0.03}``), or at points ``[N, d + p]`` that carry them after the
         coordinates; derivatives are taken along the coordinates only.
+
+        Many parameter values at once (``{"alpha": [0.02, 0.03, 0.05]}``, or an array
+        ``[Q, p]`` in the order of ``problem.ranged``): each value ``[Q, N]``, every point
+        at every query, from one jitted evaluation over the stacked inputs.
         """
-        pts = self._as_points(points, params)
+        pts, rows = self._inputs(points, params)
         if exprs is None:
-            vals = self(pts)
-            return {f: vals[:, i] for i, f in enumerate(self.problem.field_names)}
+            vals = self(pts) if rows is None else self(pts, rows)
+            return {f: vals[..., i] for i, f in enumerate(self.problem.field_names)}
         if not isinstance(exprs, Mapping):
             exprs = {str(e): e for e in exprs}
         parsed = {k: self._parse(v) for k, v in exprs.items()}
@@ -139,8 +188,11 @@ class Solution:
                                            fields=self.problem.fields, apply=self.apply,
                                            spatial=self.problem.spatial))
                 self._compiled[key] = fn
-            parts = [fn(self.params, jnp.asarray(c)) for c in _chunks(pts, 16384)]
-        return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parsed}
+            parts = [fn(self.params, jnp.asarray(c)) for c in _chunks(pts, 16384, rows)]
+        out = {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parsed}
+        if rows is None:
+            return out
+        return {k: v.reshape(len(rows), len(pts), *v.shape[1:]) for k, v in out.items()}
 
     def _parse(self, e) -> E.Expr:
         ex = e if isinstance(e, E.Expr) else parse(str(e), namespace_of(self.problem))

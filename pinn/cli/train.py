@@ -308,8 +308,17 @@ def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log
     learned = ", ".join(f"{k}={v:.6g}" for k, v in m.get("params", {}).items())
     _out(f"done in {m['wall_seconds']:.1f} s" + _errors_line(m)
          + (f"; learned {learned}" if learned else ""), quiet)
+    if m.get("kept"):
+        _out(kept_line(m["kept"]), quiet)
     _out(f"report: {run_dir / 'report.md'}", quiet)
     return EXIT_OK
+
+
+def kept_line(kept: dict) -> str:
+    """What a selection kept (``metrics["kept"]``, :class:`pinn.train.KeepBest`)."""
+    return (f"kept step {kept['step']}'s parameters: the held-out observations' misfit was "
+            f"lowest there ({kept['value']:.3g}; {kept['last_value']:.3g} at the last step, "
+            f"{kept['last_step']})")
 
 
 def _write_failed(exc, run_dir: Path) -> str:
@@ -401,7 +410,9 @@ def plot(
 
 @app.command(epilog=_examples("pinn predict runs/heat2d --points pts.csv    # CSV on stdout",
                              "pinn predict runs/heat2d --points pts.npz --out values.npz",
-                             "pinn predict runs/heat2d/export/heat2d.onnx --points pts.csv"))
+                             "pinn predict runs/heat2d/export/heat2d.onnx --points pts.csv",
+                             "pinn predict runs/heat2d_parametric --points pts.csv --params "
+                             "alphas.csv   # every query"))
 def predict(
     run_dir: Annotated[Path, typer.Argument(
         help="A run folder written by `pinn solve`, or a file written by `pinn export` "
@@ -420,6 +431,14 @@ def predict(
                         "e.g. alpha=0.03; without it the points file may carry the "
                         "parameters' columns after the coordinates.", show_default=False)
                      ] = None,
+    params_file: Annotated[Path | None, typer.Option(
+        "--params", help="Many queries of a parametric solution in one call: a CSV (header "
+                         "naming the ranged parameters, one row per query), .npz ('params' "
+                         "[Q, p], or one array per parameter) or .npy ([Q, p], the "
+                         "parameters in the problem's order). Every query is evaluated at "
+                         "every point; CSV columns query,<parameters>,<coordinates>,"
+                         "<outputs>, one row per query and point (NPZ: points [N, d], params "
+                         "[Q, p], each output [Q, N]).", show_default=False)] = None,
 ):
     """Evaluate a trained solution (or an exported one) at given points.
 
@@ -428,11 +447,16 @@ def predict(
     """
     from pinn import io
 
+    if param and params_file is not None:
+        raise UserError(f"--param {param[0]} and --params {params_file}: give one of them (a "
+                        "value held for every query is a column of the --params file)")
     if run_dir.is_file():  # an exported graph: the columns its sidecar names
         from pinn import export as X
 
         graph = _user(X.load, run_dir)
         ranged = list(graph.meta.get("parametric_inputs") or [])
+        if params_file is not None:
+            return _predict_graph_queries(graph, ranged, points, params_file, out)
         if param:  # the coordinates from the file, the parameters from --param
             import numpy as np
 
@@ -451,6 +475,8 @@ def predict(
             _out(f"wrote {len(pts)} rows to {out}")
         return EXIT_OK
     sol = _load_run(run_dir)
+    if params_file is not None:
+        return _predict_queries(sol, points, params_file, out, outputs)
     values_of = _param_values(param, sol.problem)
     cols = [c.name for c in (sol.problem.coords if values_of is not None
                              else sol.problem.inputs)]
@@ -465,6 +491,73 @@ def predict(
         sys.stdout.write(text)
     if out is not None:
         _out(f"wrote {len(pts)} rows to {out}")
+    return EXIT_OK
+
+
+def _predict_queries(sol, points: Path, params_file: Path, out: Path | None,
+                     outputs: str | None) -> int:
+    """``pinn predict RUN --params FILE``: every query of ``FILE`` at every point, in one
+    batched evaluation (:meth:`pinn.Solution.evaluate` with an array of parameters)."""
+    from pinn import io
+    from pinn.dsl.parser import split_expressions
+
+    problem = sol.problem
+    if not problem.ranged:
+        raise UserError(f"--params {params_file}: this solution has no ranged parameters; "
+                        "drop --params")
+    names = [q.name for q in problem.ranged]
+    rows = _user(io.read_params, params_file, names)
+    _user(problem.param_rows, rows, where=str(params_file))  # the trained ranges
+    coords = [c.name for c in problem.coords]
+    pts = _user(io.read_points, points, coords)
+    exprs = None if outputs is None else _user(split_expressions, outputs)
+    n_out = len(problem.field_names) if exprs is None else len(exprs)
+    _user(io.check_queries, params_file, len(rows), len(pts),
+          1 + len(names) + len(coords) + n_out)
+    values = _user(sol.evaluate, pts, None if exprs is None else {e: e for e in exprs},
+                   params=rows)
+    text = _user(io.write_query_values, out, pts, coords, rows, names, values,
+                 digits=17 if sol.precision == 64 else 9)
+    if text is not None:
+        sys.stdout.write(text)
+    if out is not None:
+        _out(f"wrote {len(rows)} queries x {len(pts)} points to {out}")
+    return EXIT_OK
+
+
+def _predict_graph_queries(graph, ranged: list[str], points: Path, params_file: Path,
+                           out: Path | None) -> int:
+    """``pinn predict FILE.onnx --params P``: the exported graph at every query's inputs
+    (the points with each row of parameters appended), one call."""
+    import numpy as np
+
+    from pinn import io
+
+    if not ranged:
+        raise UserError(f"--params {params_file}: this exported graph has no parametric "
+                        "inputs; drop --params")
+    rows = _user(io.read_params, params_file, ranged)
+    box = graph.meta.get("normalisation", {}).get("box", {})
+    for j, k in enumerate(ranged):
+        lo, hi = box.get(k, (-float("inf"), float("inf")))
+        outside = (rows[:, j] < lo - 1e-9 * (hi - lo)) | (rows[:, j] > hi + 1e-9 * (hi - lo))
+        if outside.any():
+            i = int(np.argmax(outside))
+            raise UserError(f"{params_file}: {k}={rows[i, j]} (query {i}, counting from 0) is "
+                            f"outside the range it was trained on, [{lo}, {hi}]")
+    coords = [c for c in graph.inputs if c not in ranged]
+    pts = _user(io.read_points, points, coords)
+    _user(io.check_queries, params_file, len(rows), len(pts),
+          1 + len(graph.inputs) + len(graph.outputs))
+    q, n = len(rows), len(pts)
+    stacked = np.concatenate([np.tile(pts, (q, 1)), np.repeat(rows, n, axis=0)], axis=1)
+    values = {k: np.asarray(v).reshape(q, n, *np.shape(v)[1:])
+              for k, v in graph.evaluate(stacked).items()}
+    text = _user(io.write_query_values, out, pts, coords, rows, ranged, values)
+    if text is not None:
+        sys.stdout.write(text)
+    if out is not None:
+        _out(f"wrote {q} queries x {n} points to {out}")
     return EXIT_OK
 
 
