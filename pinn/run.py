@@ -39,7 +39,7 @@ from pinn.train.core import compiler_options
 from pinn.train.history import read_history
 from pinn.train.loss import Assembly, assemble
 from pinn.train.microbatch import memory_per_point
-from pinn.train.observers import Progress
+from pinn.train.observers import KeepBest, Progress
 from pinn.train.spec import MIXED, Training, precision_scope, run_bits
 from pinn.train.weighting import Causal
 
@@ -130,6 +130,8 @@ class Run:
     metrics: dict = field(default_factory=dict)
     plan: Plan | None = None
     overwrite: bool = False
+    #: the selection by held-out observations (the plan's ``holdout``), or None
+    keep_best: KeepBest | None = None
 
     def loop_arguments(self) -> dict:
         """The keyword arguments of :func:`pinn.train.run` for this run (after the terms,
@@ -140,6 +142,7 @@ class Run:
         return dict(sample_fn=self.assembly.sample_fn, key=self.key, weighting=self.weighting,
                     **folder, resume=self.resume, evaluate=self.evaluate,
                     progress=self.progress,
+                    **({"keep_best": self.keep_best} if self.keep_best else {}),
                     **({"observers": list(self.observers)} if self.observers else {}))
 
     def memory_per_point(self) -> dict:
@@ -221,6 +224,7 @@ class Run:
                 "loss": {k: float(v) for k, v in result.final_terms.items()},
                 "params": sol.learned_params(), "rollbacks": len(result.rollbacks),
                 "stages": result.stages, "peak_memory_mb": peak_memory_mb(),
+                **({"kept": result.kept} if result.kept else {}),
                 **({"stage_precisions": list(precisions)}
                    if len(set(precisions)) > 1 or MIXED in precisions else {}),
                 **({"devices": self.training.devices} if self.training.devices else {}),
@@ -342,6 +346,28 @@ def _evaluator(problem, apply, dtype) -> Callable | None:
     return evaluate
 
 
+def _keep_best(problem, apply, dtype, validation) -> KeepBest | None:
+    """The selection by held-out observations (:func:`pinn.plan._holdout`): their misfit,
+    each observed field's mean square relative to its values' (summed), lowest kept."""
+    if not validation:
+        return None
+    apply_j = jax.jit(apply, compiler_options=compiler_options())
+    names = list(problem.field_names)
+    held = [(jnp.asarray(d.points, dtype), [(names.index(f.name), np.asarray(v, np.float64))
+                                            for f, v in d.values]) for _, d in validation]
+
+    def misfit(p) -> float:
+        net = jax.tree.map(lambda a: np.asarray(a, dtype), p["net"])
+        total = 0.0
+        for x, fields in held:
+            out = np.asarray(apply_j(net, x), np.float64)
+            for i, v in fields:
+                total += float(np.mean((out[:, i] - v) ** 2) / max(np.mean(v * v), 1e-300))
+        return total
+
+    return KeepBest(misfit, name="heldout")
+
+
 def _check_arguments(problem, model, training, precision, out_dir) -> None:
     """``TypeError``/``ValueError`` saying what was given and what :func:`setup` takes."""
     from pinn.problem import Problem
@@ -413,6 +439,7 @@ def setup(problem, model=None, training: Training | None = None, *,
                    _weighting(training, asm, problem),
                    key=jax.random.fold_in(jax.random.PRNGKey(training.seed), 2),
                    evaluate=_evaluator(problem, asm.apply, dtype),
+                   keep_best=_keep_best(problem, asm.apply, dtype, planned.validation),
                    out_dir=None if out_dir is None else Path(out_dir), resume=resume,
                    progress=progress, resolution=resolution, snapshots=snapshots,
                    observers=tuple(observers), overwrite=bool(overwrite),

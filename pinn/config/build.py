@@ -97,7 +97,7 @@ class Built:
                         windows=self.spec.plan.windows and "windows" not in given
                         and ("stages" not in given
                              or "windows" in self.spec.plan.model_fields_set),
-                        balance=self.spec.plan.balance,
+                        balance=self.spec.plan.balance, holdout=self.spec.plan.holdout,
                         weighted=tuple(n for n, c in (self.spec.conditions or {}).items()
                                        if "weight" in getattr(c, "model_fields_set", ())))
 

@@ -1009,7 +1009,9 @@ class PlanSpec(Strict):
     where its horizon, time span times rate, is long, where ``training.windows`` does not
     say); ``frequency`` is off unless the file turns it on (not yet shown to help on
     problems nobody tuned); ``balance`` (in an inverse problem, weight each data condition
-    to start the size of the physics, where its ``weight`` is not given)."""
+    to start the size of the physics, where its ``weight`` is not given); ``holdout`` (in
+    an inverse problem, hold a tenth of each data condition of 200 rows or more out of
+    training and keep the parameters at which its misfit was lowest)."""
 
     hard: Bool = True
     points: Bool = True
@@ -1017,6 +1019,7 @@ class PlanSpec(Strict):
     frequency: Bool = False
     windows: Bool = True
     balance: Bool = True
+    holdout: Bool = True
 
 
 # ---------------------------------------------------------------------------

@@ -188,6 +188,14 @@ def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple
         lines += ["Final loss per term (mean squared residual):", "",
                   "| term | loss |", "|---|---|"]
         lines += [f"| {k} | {_fmt(v)} |" for k, v in loss.items()] + [""]
+    kept = metrics.get("kept")
+    if isinstance(kept, Mapping) and all(isinstance(kept.get(k), (int, float)) for k in
+                                         ("step", "value", "last_step", "last_value")):
+        lines += [f"Kept step {kept['step']}'s parameters, not the last step's "
+                  f"({kept['last_step']}): the misfit of the observations held out of "
+                  f"training was lowest there ({_fmt(kept['value'])}, against "
+                  f"{_fmt(kept['last_value'])} at the last step; the losses above are the "
+                  "last step's).", ""]
     params = metrics.get("params") or {}
     if params:
         lines += ["Learned parameters:", "", "| parameter | value |", "|---|---|"]

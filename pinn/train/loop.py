@@ -314,7 +314,7 @@ def _observers(
     *, handle_signals: bool, max_retries: int, rollback_factor: float, evaluate: Any,
     eval_every: int | None, out_dir: Any, history_csv: bool, progress: bool, on_chunk: Any,
     checkpoint_dir: Any, checkpoint_every: int | None, keep_checkpoints: int | None,
-    stop: Any = None, time_limit: float | None = None,
+    stop: Any = None, time_limit: float | None = None, keep_best: Any = None,
 ) -> list[_obs.Observer]:
     """The observers ``run``'s keyword arguments ask for, in the order they must run."""
     if not isinstance(max_retries, int) or max_retries < 0:
@@ -331,6 +331,8 @@ def _observers(
         chosen.append(_obs.Evaluation(evaluate, eval_every))
     elif eval_every is not None:
         chosen.append(_Cut(eval_every))
+    if keep_best is not None:
+        chosen.append(keep_best)
     if checkpoint_dir is not None:
         chosen.append(
             _obs.Checkpoints(checkpoint_dir, every=checkpoint_every, keep=keep_checkpoints)
@@ -392,6 +394,7 @@ def run(
     rollback_factor: float = 0.5,
     handle_signals: bool = True,
     observers: Sequence[Any] | None = None,
+    keep_best: _obs.KeepBest | None = None,
 ) -> TrainResult:
     """Train ``params`` to minimise the weighted sum of the terms of ``terms_fn`` as
     ``training`` says (:class:`~pinn.train.spec.Training`: its stages, its points'
@@ -428,6 +431,9 @@ def run(
             :class:`Interrupted` after the current chunk.
         observers: more observers (:mod:`pinn.train.observers`), after the ones the
             arguments above make.
+        keep_best: a :class:`~pinn.train.observers.KeepBest` (a misfit on held-out data):
+            the run returns the parameters it chose (``result.kept`` says which step's)
+            instead of the last ones; the checkpoints hold the last ones.
 
     Raises:
         TrainingDiverged: the loss stayed non-finite after ``max_retries`` roll-backs.
@@ -444,9 +450,13 @@ def run(
         history_csv=history_csv, progress=progress, on_chunk=on_chunk,
         checkpoint_dir=checkpoint_dir, checkpoint_every=training.checkpoint_every,
         keep_checkpoints=keep_checkpoints, stop=training.stop, time_limit=training.time_limit,
+        keep_best=keep_best,
     )
     core, params = Core.build(terms_fn, params, training, sample_fn=sample_fn, key=key,
                               weighting=weighting)
     resume_from = _resume_point(checkpoint_dir) if resume else None
-    return _Loop(core, [*chosen, *(observers or ())], training.chunk).train(
+    result = _Loop(core, [*chosen, *(observers or ())], training.chunk).train(
         params, key, resume_from)
+    if keep_best is not None:
+        keep_best.apply(result)
+    return result

@@ -54,6 +54,7 @@ __all__ = [
     "History",
     "Progress",
     "Evaluation",
+    "KeepBest",
     "Checkpoints",
     "NanGuard",
     "StallStop",
@@ -374,6 +375,69 @@ class Evaluation(Observer):
         if due and event.kind in ("chunk", "stage_stop"):
             metrics = self.fn(event.info.physical(event.state["params"]))
             event.row.update({f"eval.{k}": as_float(v) for k, v in metrics.items()})
+
+
+class KeepBest(Observer):
+    """The parameters at which ``fn(params) -> float`` (physical parameters; lower is
+    better: a misfit on held-out observations) was lowest, among the states whose loss was
+    within ``loss_factor`` of the run's lowest (a state that fits the held-out data but not
+    the physics is never chosen). Checked every ``every`` steps and at each stage's end,
+    logged as ``eval.<name>``; :meth:`apply` puts the chosen parameters into the result.
+    Only the states on the front of (loss, value) are kept (host copies): none is better in
+    both."""
+
+    def __init__(self, fn: Callable[[Any], float], *, name: str = "heldout",
+                 every: int | None = 100, loss_factor: float = 2.0) -> None:
+        self.fn, self.name, self.every, self.loss_factor = fn, name, every, loss_factor
+        self.front: list[tuple[float, float, int, Any]] = []  # (loss, value, step, params)
+        self.last: tuple[int, float] | None = None
+        self.lowest_loss = math.inf
+
+    def on_chunk(self, event: ChunkEvent) -> None:
+        if event.kind not in ("chunk", "stage_stop") or event.row is None:
+            return
+        if not (event.info.due(event.step, self.every) or event.kind == "stage_stop"):
+            return
+        loss = event.row.get("loss")
+        params = event.info.physical(event.state["params"])
+        value = float(self.fn(params))
+        event.row[f"eval.{self.name}"] = value
+        self.last = (event.step, value)
+        if not (isinstance(loss, (int, float)) and math.isfinite(loss)
+                and math.isfinite(value)):
+            return
+        self.lowest_loss = min(self.lowest_loss, float(loss))
+        if any(lo <= loss and v <= value for lo, v, _, _ in self.front):
+            return  # dominated: another state is as good in both
+        import jax
+
+        self.front = [e for e in self.front if not (loss <= e[0] and value <= e[1])]
+        self.front.append((float(loss), value, event.step, jax.device_get(params)))
+
+    def chosen(self) -> tuple[float, int, Any] | None:
+        """``(value, step, params)`` of the state chosen: the lowest value among those whose
+        loss is within ``loss_factor`` of the lowest; None before any check."""
+        ok = [e for e in self.front if e[0] <= self.loss_factor * self.lowest_loss]
+        if not ok:
+            return None
+        _, value, step, params = min(ok, key=lambda e: e[1])
+        return value, step, params
+
+    def apply(self, result: TrainResult) -> dict | None:
+        """Put the chosen parameters into ``result`` (and ``result.kept``) where they are
+        not its last ones; ``{name, step, value, last_step, last_value}`` (what was kept,
+        and the last check), or None when nothing was checked."""
+        best = self.chosen()
+        if best is None or self.last is None:
+            return None
+        value, step, params = best
+        if step == self.last[0] or value >= self.last[1]:
+            step, value = self.last
+        kept = {"name": self.name, "step": step, "value": value, "last_step": self.last[0],
+                "last_value": self.last[1]}
+        if step != self.last[0]:
+            result.params, result.kept = params, kept
+        return kept
 
 
 class Checkpoints(Observer):

@@ -87,6 +87,9 @@ class TrainResult:
         train_seconds: ``wall_time`` of this call minus ``compile_seconds``.
         final_terms: the unweighted loss terms at the end.
         checkpoint: the last checkpoint written, if any.
+        kept: where the parameters are not the last ones but those a selection chose
+            (:class:`~pinn.train.observers.KeepBest`: held-out data), what was kept:
+            ``{name, step, value, last_step, last_value}``; else None.
         state: the full final training state (for experts).
     """
 
@@ -102,6 +105,7 @@ class TrainResult:
     final_terms: dict[str, float] = field(default_factory=dict)
     checkpoint: Path | None = None
     state: Any = None
+    kept: dict | None = None
 
     @property
     def stage_starts(self) -> list[int]:
