@@ -90,3 +90,20 @@ def test_unpacking_one_coordinate_names_the_fix():
     assert (a.name, b.name) == ("a", "b")
     assert [str(c) for c in pinn.vector(x, 2 * x)] == [str(pinn.vector(x, 2 * x)[i])
                                                        for i in range(2)]
+
+
+def test_validate_prints_a_many_holed_domain_in_one_short_line():
+    """A plate minus 17 disks (PINNacle's Heat 2d-CG) was printed as seventeen nested
+    Difference reprs; now the chain is flattened and its like pieces counted."""
+    from pinn.geometry import Disk, Rectangle, SpaceTime, TimeInterval
+    from pinn.report.summary import shape_text
+
+    plate = Rectangle((-8.0, -12.0), (8.0, 12.0))
+    shape = plate
+    for k in range(17):
+        shape = shape - Disk((float(k % 4), float(k // 4)), 0.1 + 0.01 * k)
+    assert shape_text(shape) == f"{plate!r} minus 17 disks"
+    assert shape_text(SpaceTime(shape, TimeInterval(0.0, 3.0))) == (
+        f"{plate!r} minus 17 disks x time [0, 3]")
+    two = Disk((0.0, 0.0), 1.0) | Rectangle((0.0, 0.0), (1.0, 1.0))
+    assert shape_text(two).startswith("union of ") and "Disk(" in shape_text(two)

@@ -29,7 +29,7 @@ def problem_summary(built) -> dict:
         "params": {k: {"value": v.value, "learnable": v.learnable,
                        **({"range": list(v.range)} if v.range is not None else {})}
                    for k, v in built.params.items()},
-        "domain": repr(p.domain),
+        "domain": shape_text(p.domain),
         "equations": {k: f"{v} = 0" for k, v in p.equations.items()},
         "conditions": conds,
         "exact": {f.name: str(v) for f, v in p.exact.items()},
@@ -39,6 +39,38 @@ def problem_summary(built) -> dict:
         "steps": sum(s.steps for s in spec.training.stages),
         "precision": built.precision,
     }
+
+
+def shape_text(shape, width: int = 100) -> str:
+    """A domain in one short line: a chain of differences, unions or intersections
+    flattened and its like pieces counted (``Rectangle(...) minus 11 disks and 6 disks``
+    becomes ``Rectangle(lo=(-8.0, -12.0), hi=(8.0, 12.0)) minus 17 disks``), a space-time
+    domain as ``SPACE x time [t0, t1]``; a primitive's repr where it is short."""
+    from collections import Counter
+
+    from pinn.geometry.csg import Difference, Intersection, Union
+
+    time = getattr(shape, "time", None)
+    if time is not None and hasattr(shape, "space"):
+        return f"{shape_text(shape.space, width)} x time [{time.t0:g}, {time.t1:g}]"
+    words = {Difference: "minus", Union: "or", Intersection: "and"}
+    kind = type(shape)
+    if kind in words:
+        pieces, base = [], shape
+        while type(base) is kind:  # left-nested chains: ((a - b) - c) - d
+            pieces.append(base.b)
+            base = base.a
+        if kind is not Difference:
+            pieces.append(base)
+        names = Counter(type(x).__name__.lower() for x in reversed(pieces))
+        many = ", ".join(f"{n} {k}s" if n > 1 else shape_text(next(
+            x for x in pieces if type(x).__name__.lower() == k), width // 2)
+            for k, n in names.items())
+        if kind is Difference:
+            return f"{shape_text(base, width)} minus {many}"
+        return f"{'union' if kind is Union else 'intersection'} of {many}"
+    text = repr(shape)
+    return text if len(text) <= width else f"{type(shape).__name__} (...)"
 
 
 def _coefficients(built) -> dict[str, str]:
