@@ -47,6 +47,7 @@ _EXPORTS = {
         "Uniform")},
     **{n: ("pinn.nets", n) for n in ("MLP", "RWF", "Fourier", "ModifiedMLP", "PirateNet")},
     "Problem": ("pinn.problem", "Problem"),
+    "optimize": ("pinn.design", "optimize"),
     "ProblemError": ("pinn.problem", "ProblemError"),
     **{n: ("pinn.run", n) for n in ("Run", "setup", "solve")},
     "Solution": ("pinn.solution", "Solution"),
@@ -62,7 +63,7 @@ _EXPORTS = {
 _LAZY = ("fem", "reference", "config", "report", "compile", "cli", "io", "evaluate",
          "geometry", "nets", "dsl", "train", "conditions", "problem", "run", "solution",
          "serialize", "sweep", "export", "distributed", "network", "marching", "data",
-         "compare")
+         "compare", "qoi", "design")
 
 
 def __getattr__(name):
@@ -82,7 +83,7 @@ def __dir__():
 
 __all__ = [
     "Problem", "ProblemError", "setup", "Run", "solve", "Solution", "Training", "Points",
-    "evaluation_grid",
+    "evaluation_grid", "optimize",
     "coords", "field", "fields", "param", "D", "grad", "div", "laplacian", "vector", "dot",
     "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "arctan",
     "arcsin", "arccos", "sign", "heaviside", "where", "minimum", "maximum", "eq", "pi", "e",

@@ -9,6 +9,7 @@ from types import MappingProxyType
 import numpy as np
 
 from pinn import conditions as C
+from pinn import qoi as Q
 from pinn.data import ANY, NotData, Reader, Writer, register
 from pinn.dsl import calculus
 from pinn.dsl import expr as E
@@ -39,7 +40,9 @@ class Problem:
     first appearance.  ``exact`` maps fields to closed-form solutions (used
     for errors, plots and the manufactured-solution check); ``reference`` is a
     callable ``points[N, d] -> {field_name: values[N]}`` where no closed form
-    exists.
+    exists. ``quantities`` names outputs computed from the fields (:mod:`pinn.qoi`:
+    integrals, means, extremes over a region, point values), evaluated by
+    :meth:`pinn.Solution.quantities` and optimised by :func:`pinn.optimize`.
     """
 
     domain: object
@@ -50,6 +53,7 @@ class Problem:
     exact: Mapping[E.Field, E.Expr] | None = None
     reference: Callable | None = None
     name: str = "problem"
+    quantities: Mapping[str, Q.Quantity] | None = None
 
     def __post_init__(self):
         eqs = {str(k): E.as_expr(v) for k, v in dict(self.equations).items()}
@@ -125,6 +129,7 @@ class Problem:
                 raise
             except ValueError as err:
                 raise ProblemError(str(err)) from None
+        self._check_quantities()
 
     # -- pickling (MappingProxyType does not pickle) ----------------------
     def __getstate__(self):
@@ -355,6 +360,26 @@ class Problem:
                         f"exact.{f.name}: uses {', '.join(bad)}, but field {f.name} is "
                         f"declared on [{', '.join(f.coords)}] only")
 
+    def _check_quantities(self) -> None:
+        qs = dict(self.quantities or {})
+        for k, q in qs.items():
+            if not isinstance(k, str) or not k.isidentifier():
+                raise ProblemError(f"quantities: {k!r} is not a name (letters, digits and _, "
+                                   "not starting with a digit)")
+            if not isinstance(q, Q.Quantity):
+                raise ProblemError(
+                    f"quantities.{k}: expected a quantity (pinn.qoi.Integral, Mean, Max, Min "
+                    f"or Value), got {type(q).__name__}")
+            clash = {c.name for c in self.coords} | set(self.field_names)
+            if k in clash:
+                raise ProblemError(f"quantities.{k}: '{k}' is a coordinate or field of the "
+                                   "problem; name the quantity otherwise")
+            try:
+                q.validate(self, k)
+            except (TypeError, ValueError) as err:
+                raise ProblemError(str(err)) from None
+        object.__setattr__(self, "quantities", _freeze(qs))
+
     def _check_params(self) -> None:
         by_name: dict[str, E.Param] = {}
         for where, ex in self._named_exprs():
@@ -422,6 +447,7 @@ def problem_tables(problem) -> dict:
 
     visit(list(problem.equations.values()))
     visit(list(problem.exact.values()))
+    visit([q.expressions() for q in (problem.quantities or {}).values()])
     for c in problem.conditions.values():
         try:
             visit(c.to_data())
@@ -439,11 +465,23 @@ def problem_to_data(problem, *, prefix: str = "problem") -> tuple[dict, dict[str
     return _write_problem(problem, w, prefix), w.arrays
 
 
+def _written_params(problem) -> tuple[E.Param, ...]:
+    """The problem's parameters, then those only its quantities use (fixed values: a
+    quantity's ranged or learnable parameters are the problem's own)."""
+    out = {p.name: p for p in problem.params}
+    for q in (problem.quantities or {}).values():
+        for ex in q.expressions():
+            for p in calculus.params_of(ex):
+                out.setdefault(p.name, p)
+    return tuple(out.values())
+
+
 def _write_problem(problem, w: Writer, prefix: str) -> dict:
     tabulated = problem_tables(problem)
+    params = _written_params(problem)
     try:
         ns = Namespace({**{n.name: n for n in (*problem.coords, *problem.fields,
-                                                 *problem.params)}, **tabulated})
+                                                 *params)}, **tabulated})
     except (TypeError, ValueError) as exc:
         raise NotData(f"{prefix}: the problem's names do not make a namespace ({exc})") from None
     w = Writer(w.arrays, DataNames(ns, problem))
@@ -459,7 +497,7 @@ def _write_problem(problem, w: Writer, prefix: str) -> dict:
                    if p.range is not None else
                    {"name": p.name, "value": w.value(p.value, f"{prefix}/params/{p.name}",
                                                      "domain"),
-                    "learnable": bool(p.learnable)} for p in problem.params],
+                    "learnable": bool(p.learnable)} for p in params],
         "domain": w.object(problem.domain, f"{prefix}/domain", "domain"),
         "equations": {k: text(v, f"equations/{k}") for k, v in problem.equations.items()},
         "conditions": {k: w.object(c, f"{prefix}/conditions/{k}", "condition")
@@ -471,6 +509,9 @@ def _write_problem(problem, w: Writer, prefix: str) -> dict:
     subset = {f.name: list(f.coords) for f in problem.fields if f.coords is not None}
     if subset:  # fields on a subset of the coordinates
         data["field_coords"] = subset
+    if problem.quantities:  # outputs computed from the fields (pinn.qoi)
+        data["quantities"] = {k: w.object(q, f"{prefix}/quantities/{k}", "quantity")
+                              for k, q in problem.quantities.items()}
     if tabulated:  # coefficients given as data: their tables, read back before the rest
         data["coefficients"] = [
             {"name": name, "args": [text(a, f"coefficients/{name}/args") for a in node.args],
@@ -557,6 +598,9 @@ def _read_problem(d, reader: Reader, prefix: str) -> Problem:
     if not isinstance(conditions, dict):
         raise ValueError(f"{prefix}/conditions: expected an object, got {conditions!r}")
     reference = d.get("reference")
+    quantities = d.get("quantities") or {}
+    if not isinstance(quantities, dict):
+        raise ValueError(f"{prefix}/quantities: expected an object, got {quantities!r}")
     return Problem(
         domain=r.object(d.get("domain"), f"{prefix}/domain", "domain"),
         equations=exprs("equations"),
@@ -567,6 +611,8 @@ def _read_problem(d, reader: Reader, prefix: str) -> Problem:
         reference=None if reference is None else r.object(reference, f"{prefix}/reference",
                                                           "reference"),
         name=str(d.get("name", "problem")),
+        quantities={k: r.object(q, f"{prefix}/quantities/{k}", "quantity")
+                    for k, q in quantities.items()} or None,
     )
 
 

@@ -47,6 +47,12 @@ A problem with coefficients given as data (``pinn.coefficient``, ``coefficients:
 "args": ["x", "y"], "axes": [{"$array": ...}, ...], "values": {"$array": ...}, "method":
 "linear", "source": "k.dat"}]``, read before the expressions, which name them.
 
+A problem with quantities of interest (:mod:`pinn.qoi`, ``quantities:`` in a problem file)
+adds the optional key ``quantities``: ``{"mean_T": {"$type": "Mean", "expr": {"$expr":
+"u"}, "on": "interior", "where": null, "time": null, "points": 4096}, "T_center":
+{"$type": "Value", "expr": ..., "at": [0.5, 0.5]}}``; a fixed parameter that only a quantity
+uses is listed in ``params`` with the others.
+
 Values are JSON numbers, strings, booleans, null and lists, and three tagged
 objects: ``{"$expr": TEXT}`` (an expression in the PDE language, read by the safe
 parser :func:`pinn.dsl.parse` with the problem's names), ``{"$array": KEY}`` (an

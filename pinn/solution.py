@@ -22,6 +22,7 @@ from pinn.dsl import parse
 from pinn.dsl.calculus import MAX_DERIVATIVE_ORDER, derivative_order
 from pinn.io import write_jsonl
 from pinn.network import field_apply, namespace_of
+from pinn.qoi import Quantity
 from pinn.report import fields as F
 from pinn.report import plots, true_params, write_run
 from pinn.train.spec import Training, precision_scope
@@ -87,6 +88,7 @@ class Solution:
         self._apply = apply
         self._compiled: dict = {}
         self._scores: dict = {}
+        self._rules: dict = {}  # the quantities' quadrature rules, by quantity
 
     # -- the network ----------------------------------------------------------
     @property
@@ -202,6 +204,91 @@ class Solution:
                              f"order {MAX_DERIVATIVE_ORDER} (each order multiplies the "
                              "compiled program): lower the order")
         return ex
+
+    # -- quantities of interest ------------------------------------------------------
+    def quantities(self, params: Params | None = None,
+                   which: Sequence[str] | Mapping[str, Quantity] | None = None, *,
+                   key=None) -> dict[str, float | np.ndarray]:
+        """The problem's quantities of interest (:mod:`pinn.qoi`: integrals, means,
+        extremes over a region, point values), each one number: ``{name: value}``.
+
+        ``which``: names of the problem's quantities (default: all of them), or quantities
+        of one's own, ``{name: pinn.qoi.Mean(u, on="left"), ...}``. A parametric solution
+        is evaluated at ``params`` as in :meth:`evaluate`: one value per ranged parameter
+        gives floats; many at once (a mapping of arrays, or an array ``[Q, p]``) give an
+        array ``[Q]`` per quantity, from one batched evaluation. ``key``: a random digital
+        shift of the quadrature's Sobol points (None: the fixed rule, the same numbers
+        every time)."""
+        chosen = self._chosen_quantities(which)
+        if self.problem.ranged and params is None:
+            rng = ", ".join(f"{q.name} in {list(q.range)}" for q in self.problem.ranged)
+            raise ValueError(f"this solution is parametric ({rng}): give params={{"
+                             + ", ".join(f"{q.name!r}: ..." for q in self.problem.ranged)
+                             + "}")
+        out: dict[str, float | np.ndarray] = {}
+        for name, q in chosen.items():
+            rule = self._rule(name, q, key)
+            vals = self.evaluate(rule.points, {name: q.expr}, params=params)[name]
+            v = np.asarray(q.reduce(np.asarray(vals, np.float64), rule, np), np.float64)
+            out[name] = float(v) if v.ndim == 0 else v
+        return out
+
+    def quantity_function(self, quantity: str | Quantity, *, key=None) -> Callable:
+        """A quantity of interest as a JAX function of the ranged parameters:
+        ``f(theta[p]) -> scalar`` (``theta`` in the order of ``problem.ranged``), made of
+        the network, so ``jax.grad(f)`` is its gradient along the parameters (what
+        :func:`pinn.optimize` follows). ``quantity``: a name of the problem's quantities or
+        a :class:`pinn.qoi.Quantity`. Trace and run it in the solution's precision
+        (``pinn.train.spec.precision_scope(solution.precision)``)."""
+        name, q = next(iter(self._chosen_quantities(
+            [quantity] if isinstance(quantity, str) else {"quantity": quantity}).items()))
+        rule = self._rule(name, q, key)
+        p = self.problem
+        fn = compile_terms({name: self._parse(q.expr)}, coords=p.inputs, fields=p.fields,
+                           apply=self.apply, spatial=p.spatial)
+        points, net = rule.points, self.params
+
+        def f(theta):
+            theta = jnp.asarray(theta)
+            x = jnp.asarray(points, theta.dtype)
+            cols = jnp.broadcast_to(theta.reshape(1, -1), (x.shape[0], theta.size))
+            return q.reduce(fn(net, jnp.concatenate([x, cols], axis=1))[name], rule, jnp)
+
+        return f
+
+    def _chosen_quantities(self, which) -> dict[str, Quantity]:
+        own = dict(self.problem.quantities or {})
+        if isinstance(which, Mapping):
+            bad = [k for k, q in which.items() if not isinstance(q, Quantity)]
+            if bad:
+                raise TypeError(f"which[{bad[0]!r}]: expected a quantity (pinn.qoi.Integral, "
+                                f"Mean, Max, Min or Value), got {type(which[bad[0]]).__name__}")
+            for k, q in which.items():
+                q.validate(self.problem, str(k))
+            return {str(k): q for k, q in which.items()}
+        if which is None:
+            if not own:
+                raise ValueError(f"{self.problem.name} declares no quantities of interest; add "
+                                 "some (quantities: in the problem file, Problem(quantities="
+                                 "...)) or pass which={name: pinn.qoi.Mean(u), ...}")
+            return own
+        if isinstance(which, str):
+            which = [which]
+        unknown = [k for k in which if k not in own]
+        if unknown:
+            have = ", ".join(own) or "none"
+            raise ValueError(f"{unknown[0]!r} is not a quantity of {self.problem.name} "
+                             f"(its quantities: {have})")
+        return {k: own[k] for k in which}
+
+    def _rule(self, name: str, q: Quantity, key):
+        """The quadrature rule of ``q`` (cached for the fixed rule, ``key`` None)."""
+        if key is not None:
+            return q.quadrature(self.problem, key=key)
+        cache_key = (name, id(q))
+        if cache_key not in self._rules:
+            self._rules[cache_key] = (q, q.quadrature(self.problem))
+        return self._rules[cache_key][1]
 
     def learned_params(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.params.get("pde", {}).items()}

@@ -432,5 +432,5 @@ def main(argv: list[str] | None = None) -> int:
 
 # the commands register themselves on `app` when their modules are imported (in the order
 # `pinn --help` lists them)
-for _group in ("train", "baseline", "deploy", "fields"):
+for _group in ("train", "baseline", "deploy", "fields", "design"):
     importlib.import_module(f"pinn.cli.{_group}")

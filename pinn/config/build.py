@@ -27,6 +27,7 @@ from pinn.config.context import RESERVED, Context
 from pinn.config.data import coefficients
 from pinn.config.errors import ConfigError, suggest
 from pinn.config.geometry import build_domain
+from pinn.config.quantities import build_quantities
 from pinn.config.reference import build_reference
 from pinn.config.registry import CSG, optimizers
 from pinn.config.training import build_model, build_training
@@ -177,11 +178,12 @@ def build(spec: S.ProblemSpec, source: Source, base_dir: str = ".") -> Built:
     conds = {name: build_condition(ctx, spec, name, c, domain, exact,
                                    "fem" if fem else reference)
              for name, c in spec.conditions.items()}
+    quantities = build_quantities(ctx, spec, domain)
     name = spec.name or _stem(source.file)
     try:
         problem = Problem(domain=domain, equations=eqs, conditions=conds, coords=ctx.coords,
                           fields=ctx.fields, exact=exact or None, reference=reference,
-                          name=name)
+                          name=name, quantities=quantities or None)
     except ProblemError as exc:
         raise _problem_error(ctx, str(exc)) from None
     if fem:  # the FEM solution of this very problem (without a reference)
@@ -258,7 +260,8 @@ def _stem(file: str | None) -> str:
 def _problem_error(ctx: Context, msg: str) -> ConfigError:
     """Map a ProblemError (``equations.heat: ...``) to the YAML place it names."""
     head, sep, rest = msg.partition(": ")
-    if sep and head.split(".")[0] in ("equations", "conditions", "exact", "params"):
+    if sep and head.split(".")[0] in ("equations", "conditions", "exact", "params",
+                                      "quantities"):
         parts = head.replace("[", ".").replace("]", "").split(".")
         path = [p for p in parts if p and not p.isdigit()]
         return ctx.error(tuple(path[:2]), rest)

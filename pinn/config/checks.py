@@ -8,7 +8,8 @@ never end):
 - derivatives of a higher order than :data:`MAX_DERIVATIVE_ORDER` and equations whose
   compiled program would be huge (:data:`MAX_EXPANDED_NODES`, :data:`MAX_STREAMS`);
 - a domain whose interior is empty (a CSG difference that removes everything) and
-  boundary selections (``on:`` part names or predicates) that select no point;
+  boundary selections (``on:`` part names or predicates) that select no point, and
+  quantities of interest whose region holds none of their quadrature points;
 - exact solutions, initial and boundary values and source terms that divide by zero or
   overflow on points sampled in the domain (NumPy, float64);
 - a memory estimate of one gradient step (points x network width and depth x derivative
@@ -52,6 +53,7 @@ def check(built, *, memory: bool = True) -> None:
         _order(built, path, ex)
     streams = _compile_size(built)
     _domain(built)
+    _quantities(built)
     _values(built)
     if memory:
         _memory(built, streams)
@@ -200,6 +202,18 @@ def _domain(built) -> None:
                          "of it (such as \"x == 0\")") from None
         except Exception:  # noqa: BLE001 - e.g. a predicate of time: training decides
             continue
+
+
+def _quantities(built) -> None:
+    """Every region of a quantity of interest holds some of its quadrature points (a
+    predicate such as ``x == 0.5`` selects a line of the interior, not a region)."""
+    for name, q in (built.problem.quantities or {}).items():
+        if not q.REGION:
+            continue
+        try:
+            q.quadrature(built.problem)
+        except ValueError as exc:
+            raise _error(built, ("quantities", name), str(exc)) from None
 
 
 def _first(exc) -> str:

@@ -1069,6 +1069,58 @@ class ReferenceSpec(OneOf):
 
 
 # ---------------------------------------------------------------------------
+# quantities of interest
+
+#: the most quadrature points of one quantity (pinn.qoi.MAX_POINTS)
+MAX_QUANTITY_POINTS = 1 << 22
+
+
+class QuantitySpec(OneOf):
+    """A quantity of interest (``pinn.qoi``), one number computed from the fields: the
+    ``integral``, ``mean``, ``max`` or ``min`` of an expression over a region (``on``:
+    ``interior``, the default, ``boundary``, a part, a list of parts, or a predicate such as
+    ``"x < 0.5"``; ``where``: a predicate restricting it; ``time``: the spatial region at
+    that time of an evolution problem; ``points``: the Sobol points of its quadrature,
+    default 4096), or its ``value`` at a point (``at``: one number per coordinate):
+    ``{mean: u}``, ``{integral: "-k*u_x", on: left}``, ``{value: u, at: [0.5, 0.5]}``."""
+
+    KINDS: ClassVar = ("integral", "mean", "max", "min", "value")
+    WHAT: ClassVar = "quantity"
+
+    integral: ExprText | None = None
+    mean: ExprText | None = None
+    max: ExprText | None = None
+    min: ExprText | None = None
+    value: ExprText | None = None
+    on: Where | None = None
+    where: ExprText | None = None
+    time: Number | None = None
+    points: _bounded(1, MAX_QUANTITY_POINTS, "each point is evaluated for every query; a "
+                     "power of two such as 4096 or 65536 balances Sobol's points") | None = None
+    at: Annotated[list[Number], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _options_of_the_kind(self):
+        if sum(getattr(self, k) is not None for k in self.KINDS) != 1:
+            return self  # OneOf says: give exactly one
+        if self.value is not None:
+            extra = [k for k in ("on", "where", "time", "points") if getattr(self, k) is not None]
+            if extra:
+                raise PydanticCustomError(
+                    "quantity", "{key} belongs to a quantity over a region (integral, mean, "
+                    "max, min); a value is taken at one point (at: [...])", {"key": extra[0]})
+            if self.at is None:
+                raise PydanticCustomError(
+                    "quantity", "a value needs the point: at: [x, y, ...] (one number per "
+                    "coordinate)")
+        elif self.at is not None:
+            raise PydanticCustomError(
+                "quantity", "at belongs to a value (value: u, at: [...]); a {kind} is "
+                "taken over a region (on: ...)", {"kind": self.kind})
+        return self
+
+
+# ---------------------------------------------------------------------------
 # the file
 
 
@@ -1094,6 +1146,10 @@ class ProblemSpec(Strict):
     conditions: dict[Name, ConditionSpec] = {}
     exact: dict[Name, ExprLike] | None = None
     reference: ReferenceSpec | None = None
+    quantities: dict[Name, QuantitySpec] = {}
+    """Named outputs computed from the fields (``pinn.qoi``): ``pinn quantities RUN``
+    evaluates them, ``pinn optimize FILE --run RUN --minimize NAME`` optimises one over a
+    parametric solution's parameters."""
     # no model: a 3 x 30 tanh MLP, the size the default (second-order) recipe is made for
     model: ModelSpec = Field(default_factory=lambda: ModelSpec(mlp=MLPArgs(width=30, depth=3)))
     training: TrainingSpec = Field(default_factory=TrainingSpec)

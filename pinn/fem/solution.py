@@ -220,6 +220,44 @@ class FEMSolution:
                           "their values are extrapolated", stacklevel=2)
         return out
 
+    def gradient(self, points, field: str | E.Field) -> np.ndarray:
+        """The spatial gradient of one field at ``points[N, d]`` (as :meth:`evaluate`
+        takes them): ``[N, space dim]``, the derivative of the element's polynomial in the
+        cell holding each point (discontinuous across cells; evolution problems interpolate
+        linearly between stored steps)."""
+        pts = np.asarray(points, dtype=np.float64)
+        sd = self.mesh.p.shape[0]
+        want = sd + (1 if self.is_evolution else 0)
+        if pts.ndim != 2 or pts.shape[1] != want:
+            raise ValueError(f"points must have shape [N, {want}] ({', '.join(self.coords)}), got "
+                             f"{pts.shape}")
+        name = field.name if isinstance(field, E.Field) else field
+        if name not in self._elements:
+            raise ValueError(f"field {name!r}: this solution's fields are "
+                             f"{', '.join(self.fields)}")
+        if self._locator is None:
+            self._locator = _Locator(self.mesh)
+        loc, el = self._locator, self._elements[name]
+        out = np.empty((len(pts), sd))
+        for s in range(0, len(pts), CHUNK):
+            chunk = pts[s: s + CHUNK]
+            cells, X, _ = loc.locate(chunk[:, :sd])
+            edofs = self._dofs[name][:, cells] + self.offsets[name]    # nb, n
+            dref = np.stack([np.asarray(el.lbasis(X, i)[1]).reshape(sd, -1)
+                             for i in range(edofs.shape[0])])            # nb, sd, n
+            if sd == 1:  # X = (x - x0) / len
+                dphi = dref / loc.len[cells][None, None, :]
+            else:  # X = Ainv (x - v0): d phi / dx_j = sum_k d phi / dX_k Ainv[k, j]
+                dphi = np.einsum("bkn,nkj->bjn", dref, loc.Ainv[cells])
+            if self.is_evolution:
+                k, wt = self._time_weights(chunk[:, sd])
+                a = np.einsum("bjn,bn->nj", dphi, self.snapshots[k[None, :], edofs])
+                b = np.einsum("bjn,bn->nj", dphi, self.snapshots[k[None, :] + 1, edofs])
+                out[s: s + CHUNK] = (1 - wt)[:, None] * a + wt[:, None] * b
+            else:
+                out[s: s + CHUNK] = np.einsum("bjn,bn->nj", dphi, self.snapshots[0][edofs])
+        return out
+
     def _time_weights(self, t: np.ndarray):
         ts = self.times
         if len(ts) == 1:
