@@ -451,29 +451,7 @@ def predict(
         raise UserError(f"--param {param[0]} and --params {params_file}: give one of them (a "
                         "value held for every query is a column of the --params file)")
     if run_dir.is_file():  # an exported graph: the columns its sidecar names
-        from pinn import export as X
-
-        graph = _user(X.load, run_dir)
-        ranged = list(graph.meta.get("parametric_inputs") or [])
-        if params_file is not None:
-            return _predict_graph_queries(graph, ranged, points, params_file, out)
-        if param:  # the coordinates from the file, the parameters from --param
-            import numpy as np
-
-            given = _artefact_params(param, ranged, graph.meta.get("normalisation", {})
-                                     .get("box", {}))
-            coords = [c for c in graph.inputs if c not in ranged]
-            pts = _user(io.read_points, points, coords)
-            pts = np.concatenate([pts, np.tile([given[k] for k in ranged], (len(pts), 1))],
-                                 axis=1)
-        else:
-            pts = _user(io.read_points, points, graph.inputs)
-        text = io.write_values(out, pts, graph.inputs, graph.evaluate(pts))
-        if text is not None:
-            sys.stdout.write(text)
-        if out is not None:
-            _out(f"wrote {len(pts)} rows to {out}")
-        return EXIT_OK
+        return _predict_graph(run_dir, points, out, param, params_file)
     sol = _load_run(run_dir)
     if params_file is not None:
         return _predict_queries(sol, points, params_file, out, outputs)
@@ -487,6 +465,36 @@ def predict(
     values = _user(sol.evaluate, pts, None if exprs is None else {e: e for e in exprs},
                    params=values_of)
     text = io.write_values(out, pts, cols, values, digits=17 if sol.precision == 64 else 9)
+    if text is not None:
+        sys.stdout.write(text)
+    if out is not None:
+        _out(f"wrote {len(pts)} rows to {out}")
+    return EXIT_OK
+
+
+def _predict_graph(path: Path, points: Path, out: Path | None, param: list[str] | None,
+                   params_file: Path | None) -> int:
+    """``pinn predict FILE``: an exported graph at the points (the parameters from
+    ``--param`` or ``--params``, or the points file's columns)."""
+    from pinn import export as X
+    from pinn import io
+
+    graph = _user(X.load, path)
+    ranged = list(graph.meta.get("parametric_inputs") or [])
+    if params_file is not None:
+        return _predict_graph_queries(graph, ranged, points, params_file, out)
+    if param:  # the coordinates from the file, the parameters from --param
+        import numpy as np
+
+        given = _artefact_params(param, ranged, graph.meta.get("normalisation", {})
+                                 .get("box", {}))
+        coords = [c for c in graph.inputs if c not in ranged]
+        pts = _user(io.read_points, points, coords)
+        pts = np.concatenate([pts, np.tile([given[k] for k in ranged], (len(pts), 1))],
+                             axis=1)
+    else:
+        pts = _user(io.read_points, points, graph.inputs)
+    text = io.write_values(out, pts, graph.inputs, graph.evaluate(pts))
     if text is not None:
         sys.stdout.write(text)
     if out is not None:

@@ -431,32 +431,35 @@ def run(
             :class:`Interrupted` after the current chunk.
         observers: more observers (:mod:`pinn.train.observers`), after the ones the
             arguments above make.
-        keep_best: a :class:`~pinn.train.observers.KeepBest` (a misfit on held-out data):
-            the run returns the parameters it chose (``result.kept`` says which step's)
-            instead of the last ones; the checkpoints hold the last ones.
+        keep_best: a :class:`~pinn.train.observers.KeepBest`: the run returns the parameters
+            it chose (``result.kept``), not the last ones (those the checkpoints hold).
 
     Raises:
         TrainingDiverged: the loss stayed non-finite after ``max_retries`` roll-backs.
         Interrupted: on SIGINT/SIGTERM, after saving a checkpoint.
     """
     weighting = _checked(training, weighting, observers)
-    if out_dir is not None and checkpoint_dir is None:
-        checkpoint_dir = Path(out_dir) / "checkpoints"
-    if resume and checkpoint_dir is None:
-        raise ValueError("run: resume=True needs checkpoint_dir (or out_dir) to find checkpoints.")
+    checkpoint_dir = _checkpoint_dir(out_dir, checkpoint_dir, resume)
     chosen = _observers(
         handle_signals=handle_signals, max_retries=max_retries, rollback_factor=rollback_factor,
         evaluate=evaluate, eval_every=training.eval_every, out_dir=out_dir,
         history_csv=history_csv, progress=progress, on_chunk=on_chunk,
         checkpoint_dir=checkpoint_dir, checkpoint_every=training.checkpoint_every,
         keep_checkpoints=keep_checkpoints, stop=training.stop, time_limit=training.time_limit,
-        keep_best=keep_best,
-    )
+        keep_best=keep_best)
     core, params = Core.build(terms_fn, params, training, sample_fn=sample_fn, key=key,
                               weighting=weighting)
-    resume_from = _resume_point(checkpoint_dir) if resume else None
     result = _Loop(core, [*chosen, *(observers or ())], training.chunk).train(
-        params, key, resume_from)
-    if keep_best is not None:
+        params, key, _resume_point(checkpoint_dir) if resume else None)
+    if keep_best is not None:  # the parameters the held-out misfit chose
         keep_best.apply(result)
     return result
+
+
+def _checkpoint_dir(out_dir: Any, checkpoint_dir: Any, resume: bool) -> Any:
+    """The checkpoints' folder: ``checkpoint_dir``, else ``out_dir/checkpoints``."""
+    if out_dir is not None and checkpoint_dir is None:
+        checkpoint_dir = Path(out_dir) / "checkpoints"
+    if resume and checkpoint_dir is None:
+        raise ValueError("run: resume=True needs checkpoint_dir (or out_dir) to find checkpoints.")
+    return checkpoint_dir
