@@ -122,7 +122,8 @@ def _dirichlet(problem, hs: list) -> tuple:
         if h.parts is None:  # a box: the product of its walls' distances
             return (box_distance(*problem.input_box, walls=list(h.walls)),
                     value_fn(problem, h.value))
-        return boundary_distance(problem.space, h.parts), value_fn(problem, h.value)
+        return (boundary_distance(problem.space, h.parts, inputs=problem.inputs),
+                value_fn(problem, h.value))
     seen: dict[str, str] = {}
     for name, h in hs:
         for part in h.names:
@@ -137,8 +138,9 @@ def _dirichlet(problem, hs: list) -> tuple:
         distances = [box_distance(lo, hi, walls=list(h.walls)) for _, h in hs]
         every = box_distance(lo, hi, walls=[w for _, h in hs for w in h.walls])
         return every, lift(distances, values)
-    distances = [boundary_distance(problem.space, h.names) for _, h in hs]
-    every = boundary_distance(problem.space, tuple(seen))
+    distances = [boundary_distance(problem.space, h.names, inputs=problem.inputs)
+                 for _, h in hs]
+    every = boundary_distance(problem.space, tuple(seen), inputs=problem.inputs)
     return every, lift(distances, values)
 
 

@@ -320,6 +320,8 @@ class Problem:
                 yield f"conditions.{k}[{i}]", ex
         for f, v in self.exact.items():
             yield f"exact.{f.name}", v
+        for p in self.space.params:  # sizes and positions of the domain (parametric geometry)
+            yield "domain", p
 
     def _all_exprs(self):
         for _, ex in self._named_exprs():

@@ -138,6 +138,13 @@ def check_training(b: Built) -> None:
                 f"precision 'mixed' (float32, then float64 once the line search stalls) needs "
                 f"ssbroyden, ssbfgs or lbfgs, not {s.kind}: give this stage 32 or 64",
                 path, b.source.location(path)))
+    space = b.problem.space
+    if t.points.sampler == "grid" and space.params:  # pinn.geometry.parametric
+        path = ("training", "points", "sampler")
+        raise ConfigError(Issue(
+            f"a regular grid cannot follow the domain, whose shape changes with "
+            f"{', '.join(q.name for q in space.params)}; use sobol, halton, lhs or uniform",
+            path, b.source.location(path)))
     if not any(s.steps > 0 for s in t.stages):
         raise ConfigError(Issue("every stage has 0 steps: nothing to train",
                                 ("training", "stages"), b.source.location(("training", "stages"))))

@@ -28,14 +28,15 @@ from pinn.evaluate.grid import (
     default_resolution,
     evaluation_grid,
     evaluation_points,
+    grid_at,
     param_grid,
     with_params,
 )
 from pinn.evaluate.truth import Truth, exact_values, has_truth, truth
 
-__all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
-           "check_resolution", "MAX_GRID_POINTS", "Truth", "truth", "exact_values",
-           "has_truth", "Score", "score", "field_errors", "up_to_constant",
+__all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "grid_at",
+           "default_resolution", "check_resolution", "MAX_GRID_POINTS", "Truth", "truth",
+           "exact_values", "has_truth", "Score", "score", "field_errors", "up_to_constant",
            "predict_in_chunks", "param_grid", "default_params", "with_params",
            "score_over_params", "score_at_points", "in_time_window", "free_part",
            "point_times"]

@@ -12,6 +12,7 @@ from pinn.evaluate.grid import (
     EvaluationGrid,
     default_params,
     evaluation_grid,
+    grid_at,
     param_grid,
     with_params,
 )
@@ -222,6 +223,7 @@ def score(problem, predict: Callable, grid: EvaluationGrid | None = None,
     if problem.ranged:
         at = {k: float(v) for k, v in (default_params(problem) if params is None
                                        else params).items()}
+        grid = grid_at(problem, grid, at)  # a domain whose shape follows the parameters
     elif params:
         raise ValueError(f"params: {sorted(params)} given, but this problem has no ranged "
                          "parameters")

@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["EvaluationGrid", "evaluation_grid", "evaluation_points", "default_resolution",
            "check_resolution", "MAX_GRID_POINTS", "param_grid", "default_params",
-           "with_params"]
+           "with_params", "grid_at"]
 
 #: Nodes per space axis by space dimension when no resolution is given.
 _SPACE_NODES = {1: 201, 2: 101, 3: 41}
@@ -90,10 +90,13 @@ def check_resolution(resolution, dims: int) -> None:
                          f"inputs, more than {MAX_GRID_POINTS:,}; give a smaller resolution")
 
 
-def evaluation_grid(problem, resolution: int | Sequence[int] | None = None) -> EvaluationGrid:
+def evaluation_grid(problem, resolution: int | Sequence[int] | None = None,
+                    params=None) -> EvaluationGrid:
     """The evaluation grid of ``problem``: ``resolution`` nodes per axis (one number, or
     one per coordinate; ``None``: :func:`default_resolution`). Boundary nodes count as
-    inside (within 1e-9 of the domain's size)."""
+    inside (within 1e-9 of the domain's size). A domain whose shape depends on ranged
+    parameters: the box holding every shape, masked to the shape at ``params`` (default:
+    the centre of each range; :func:`grid_at` masks it at other values)."""
     space = problem.space
     lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in space.bounds)
     dim, has_time = len(lo), problem.time is not None
@@ -112,8 +115,30 @@ def evaluation_grid(problem, resolution: int | Sequence[int] | None = None) -> E
     mesh = np.meshgrid(*axes, indexing="ij")
     nodes = np.stack([m.reshape(-1) for m in mesh], axis=1)
     tol = 1e-9 * float(np.max(hi - lo))
-    mask = np.asarray(space.contains(nodes[:, :dim], tol=tol), dtype=bool)
+    if space.params:
+        mask = _mask_at(problem, nodes, dim, params)
+    else:
+        mask = np.asarray(space.contains(nodes[:, :dim], tol=tol), dtype=bool)
     return EvaluationGrid(names, tuple(axes), nodes, mask, dim, has_time)
+
+
+def _mask_at(problem, nodes: np.ndarray, dim: int, params) -> np.ndarray:
+    space = problem.space
+    at = default_params(problem) if params is None else dict(params)
+    lo, hi = (np.atleast_1d(np.asarray(b, dtype=np.float64)) for b in space.bounds)
+    tol = 1e-9 * float(np.max(hi - lo))
+    values = {p.name: float(at[p.name]) for p in space.params}
+    return np.asarray(space.contains(nodes[:, :dim], tol=tol, params=values), dtype=bool)
+
+
+def grid_at(problem, grid: EvaluationGrid, params) -> EvaluationGrid:
+    """``grid`` masked to the domain at the ranged parameters' values ``params``: itself
+    unless the domain's shape depends on them (:mod:`pinn.geometry.parametric`)."""
+    if not problem.space.params:
+        return grid
+    from dataclasses import replace
+
+    return replace(grid, mask=_mask_at(problem, grid.nodes, grid.space_dim, params))
 
 
 def param_grid(problem, n: int = 9) -> list[dict[str, float]]:
@@ -154,9 +179,11 @@ def evaluation_points(problem, max_points: int | None = 30_000, seed: int = 0) -
     them (``seed``): the errors in a training history estimate the final error on the same
     points every time. For a parametric problem: the grid at 5 values of each ranged
     parameter (:func:`param_grid`), with the parameters' columns."""
-    pts = evaluation_grid(problem).points
+    grid = evaluation_grid(problem)
+    pts = grid.points
     if problem.ranged:
-        pts = np.concatenate([with_params(problem, pts, v) for v in param_grid(problem, 5)])
+        pts = np.concatenate([with_params(problem, grid_at(problem, grid, v).points, v)
+                              for v in param_grid(problem, 5)])
     if max_points is not None and len(pts) > max_points:
         pts = pts[np.random.default_rng(seed).choice(len(pts), max_points, replace=False)]
     return pts

@@ -139,7 +139,8 @@ def solve(problem, *, cells: int | None = None, h: float | None = None,
         first = problem.ranged[0]
         raise UnsupportedProblem(
             f"{problem.name} is parametric ({ranges}): the FEM baseline solves one parameter "
-            f"value; fix it, e.g. --set params.{first.name}={first.range[0]}")
+            f"value; fix it, e.g. --set params.{first.name}={first.range[0]} (in Python: "
+            f"pinn.design.fixed_problem(problem, {{{first.name!r}: {first.range[0]}}}))")
     degree = _degree(element)
     if not 0.0 <= theta <= 1.0:
         raise ValueError(f"theta must be in [0, 1] (0.5: Crank-Nicolson, 1: implicit Euler), "

@@ -8,6 +8,12 @@
 ``boundary_distance(shape, on)`` is a smooth function vanishing exactly on boundary
 parts (for hard Dirichlet conditions on any shape, :mod:`pinn.geometry.adf`).
 
+Sizes and positions may be expressions of ranged parameters (``Disk((0.5, 0.5), r)``
+with ``r = pinn.param("r", range=(0.1, 0.3))``): a family of shapes, sampled with one
+value per point, each point in (on) its own shape (``shape.sample_interior(key, n,
+params={"r": values})``; ``shape.at({"r": 0.2})`` is one fixed shape); see
+:mod:`pinn.geometry.parametric`.
+
 See :mod:`pinn.geometry.base` for the conventions, :mod:`pinn.geometry.csg`
 for how CSG shapes name their boundary parts, :mod:`pinn.geometry.samplers`
 for what each sampler computes inside jit, and :mod:`pinn.geometry._core` for

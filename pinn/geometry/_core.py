@@ -172,7 +172,13 @@ def propose(spec: Spec, u):
 
 @functools.lru_cache(maxsize=256)
 def acceptance_rate(owner, kind: str, on, coords, dtype_name: str) -> float:
-    """Fraction of proposals accepted (trace time, numpy randomness, cached)."""
+    """Fraction of proposals accepted (trace time, numpy randomness, cached); for a shape
+    that depends on ranged parameters, the lowest over its probe values
+    (:func:`pinn.geometry.parametric.row_acceptance`)."""
+    if owner.params:
+        from pinn.geometry.parametric import row_acceptance
+
+        return row_acceptance(owner, kind, on, coords, dtype_name)
     spec = owner._spec(kind, on, coords)
     if not spec.rejects:
         return 1.0

@@ -73,8 +73,12 @@ def _trimmed(f, t):
 def inside_function(shape) -> Fn:
     """``x -> [...]``: positive inside ``shape``, zero on its boundary, negative outside
     (an R-function of the primitives' inside functions)."""
-    from pinn.geometry import csg, polygon, primitives
+    from pinn.geometry import csg, parametric, polygon, primitives
 
+    if isinstance(shape, parametric.Bound):  # one shape per point (a family bound to values)
+        return shape.adf_inside
+    if isinstance(shape, parametric.Parametric):
+        raise parametric.needs_values(shape)
     if isinstance(shape, csg.Renamed):
         return inside_function(shape.shape)
     if isinstance(shape, csg._CSG):
@@ -139,8 +143,10 @@ def _ellipse_curve(c, a) -> Fn:
 
 def _pieces(shape) -> list[tuple[Fn, Fn | None]]:
     """``(f, t)`` of each boundary piece, in the order of ``shape._raw_boundary``."""
-    from pinn.geometry import csg, primitives
+    from pinn.geometry import csg, parametric, primitives
 
+    if isinstance(shape, parametric.Bound):
+        return shape.adf_pieces()
     if isinstance(shape, csg.Renamed):
         return _pieces(shape.shape)
     if isinstance(shape, csg._CSG):
@@ -201,10 +207,19 @@ def _flat_piece(origin, axes, normal):
     return f, t
 
 
-def boundary_distance(shape, on="boundary") -> Fn:
+def boundary_distance(shape, on="boundary", inputs=None) -> Fn:
     """``phi(x[..., d]) -> [...]``: zero exactly on the boundary parts ``on`` (a part name,
     a tuple of names or ``"boundary"``), positive elsewhere in and around ``shape``
-    (see the module docstring)."""
+    (see the module docstring).
+
+    A shape that depends on ranged parameters (:mod:`pinn.geometry.parametric`) reads their
+    values from the points' columns: ``inputs`` names the columns (a problem's
+    ``inputs``; default: the shape's coordinates, then its parameters), and ``phi`` is the
+    distance function of each point's own shape."""
+    if shape.params:
+        from pinn.geometry.parametric import parametric_distance
+
+        return parametric_distance(shape, on, inputs)
     names = [p.name for p in shape._boundary_pieces()]
     pieces = _pieces(shape)
     if len(pieces) != len(names):  # pragma: no cover - the two walks of the tree agree

@@ -170,13 +170,52 @@ class Domain:
         """The constructor's arguments, for the run format (:mod:`pinn.serialize`)."""
         return init_fields(self)
 
-    def sdf(self, points):
-        """Signed distance ``[...]``: negative inside (a bound, not exact, for CSG shapes)."""
-        return _jit_sdf(self, self._check_points(points))
+    # -- parameters (a shape that depends on ranged parameters: pinn.geometry.parametric) --
+    @property
+    def params(self) -> tuple:
+        """The ranged parameters the shape's sizes and positions depend on, in order
+        (``()``: a fixed shape; see :mod:`pinn.geometry.parametric`)."""
+        return ()
 
-    def contains(self, points, tol: float = 0.0):
-        """``bool[...]``: points in the closed domain (``sdf <= tol``)."""
-        return _jit_contains(self, self._check_points(points), _check_tol(tol))
+    def at(self, values) -> Domain:
+        """The fixed shape at the parameters' ``values`` (``{name: number}``): the shape
+        itself where it depends on none."""
+        return self
+
+    def _values(self, params, x):
+        """The parameters' values for points ``x`` (``None`` for a fixed shape); a shape
+        that depends on parameters refuses to answer without them."""
+        if params is None and not self.params:
+            return None
+        from pinn.geometry.parametric import values_for
+
+        if not isinstance(self, Shape):
+            raise ValueError(f"{self!r} depends on ranged parameters: give their values to "
+                             "its space (domain.space) and draw the time yourself")
+        return values_for(self, params, tuple(x.shape[:-1]))
+
+    def sdf(self, points, params=None):
+        """Signed distance ``[...]``: negative inside (a bound, not exact, for CSG shapes).
+        ``params``: the values of the ranged parameters a shape depends on (``{name: value
+        or values[...]}``, one per point), each point's own shape."""
+        x = self._check_points(points)
+        values = self._values(params, x)
+        if values is not None:
+            from pinn.geometry.parametric import sdf_at
+
+            return sdf_at(self, x, values)
+        return _jit_sdf(self, x)
+
+    def contains(self, points, tol: float = 0.0, params=None):
+        """``bool[...]``: points in the closed domain (``sdf <= tol``); ``params`` as in
+        :meth:`sdf`."""
+        x = self._check_points(points)
+        values = self._values(params, x)
+        if values is not None:
+            from pinn.geometry.parametric import contains_at
+
+            return contains_at(self, x, values, _check_tol(tol))
+        return _jit_contains(self, x, _check_tol(tol))
 
     # -- selection --------------------------------------------------------
     def _default_coords(self) -> tuple[str, ...]:
@@ -220,46 +259,78 @@ class Domain:
         return tuple(dict.fromkeys(names))
 
     # -- masks ---------------------------------------------------------------
-    def boundary_mask(self, points, on="boundary", tol=None, coords=None):
+    def boundary_mask(self, points, on="boundary", tol=None, coords=None, params=None):
         """``bool[...]``: which points lie on the boundary part(s) selected by ``on``.
 
         ``on``: ``"boundary"``, a part name, a tuple of names, or a predicate
         expression (evaluated with the coordinate names ``coords``, default
         ``x, y, z`` (+ ``t``), where ``==`` holds within ``tol``); a point must
-        also lie on the boundary.
+        also lie on the boundary. ``params`` as in :meth:`sdf`.
         """
         x = self._check_points(points)
         tol = self.default_tol if tol is None else _check_tol(tol)
         on = tuple(on) if isinstance(on, list) else on
         self._resolve_parts(on)
+        values = self._values(params, x)
+        if values is not None:
+            from pinn.geometry.parametric import mask_at
+
+            return mask_at(self, x, values, on, tol, self._coord_key(on, coords))
         return _jit_mask(self, x, on, tol, self._coord_key(on, coords))
 
-    def boundary_part(self, points, tol=None):
+    def boundary_part(self, points, tol=None, params=None):
         """``int32[...]``: index in ``boundary_parts`` of the part each point lies on, -1 off
-        the boundary.  Where parts meet (corners), the first part in order."""
+        the boundary.  Where parts meet (corners), the first part in order. ``params`` as
+        in :meth:`sdf`."""
         x = self._check_points(points)
         tol = self.default_tol if tol is None else _check_tol(tol)
+        values = self._values(params, x)
+        if values is not None:
+            from pinn.geometry.parametric import part_at
+
+            return part_at(self, x, values, tol)
         return _jit_part(self, x, tol)
 
     # -- sampling ------------------------------------------------------------
-    def sample_interior(self, key, n: int, sampler: Sampler | None = None):
-        """``[n, dim]`` points distributed by volume (area, length) in the domain."""
+    def sample_interior(self, key, n: int, sampler: Sampler | None = None, params=None):
+        """``[n, dim]`` points distributed by volume (area, length) in the domain.
+
+        ``params``: the values of the ranged parameters a shape depends on (``{name:
+        values[n]}``, or one value for all): point ``i`` lies in the shape of the ``i``-th
+        values (:mod:`pinn.geometry.parametric`)."""
         sampler = Uniform() if sampler is None else sampler
-        x, _, _ = _jit_draw(self, key, _check_n(n), sampler, "interior", None, None)
+        n = _check_n(n)
+        if params is not None or self.params:
+            return self._draw_at(key, n, sampler, "interior", None, None, params)[0]
+        x, _, _ = _jit_draw(self, key, n, sampler, "interior", None, None)
         return x
 
     def sample_boundary(self, key, n: int, sampler: Sampler | None = None, on="boundary",
-                        coords=None) -> BoundarySample:
+                        coords=None, params=None) -> BoundarySample:
         """Points distributed by length (area) on the selected boundary part(s).
 
-        Returns ``BoundarySample(points[n, dim], normals, part[n])``.
+        Returns ``BoundarySample(points[n, dim], normals, part[n])``. ``params`` as in
+        :meth:`sample_interior` (each point on its own shape, with its normal and part).
         """
         sampler = Uniform() if sampler is None else sampler
         on = tuple(on) if isinstance(on, list) else on
         self._resolve_parts(on)  # validate names early with a clear message
         names = self._coord_key(on, coords)
-        x, nrm, part = _jit_draw(self, key, _check_n(n), sampler, "boundary", on, names)
+        n = _check_n(n)
+        if params is not None or self.params:
+            x, nrm, part = self._draw_at(key, n, sampler, "boundary", on, names, params)
+            return BoundarySample(x, nrm, part)
+        x, nrm, part = _jit_draw(self, key, n, sampler, "boundary", on, names)
         return BoundarySample(x, nrm, part)
+
+    def _draw_at(self, key, n, sampler, kind, on, coords, params):
+        """``(points, normals, part)`` of ``n`` points with the parameters' values
+        ``params`` (:func:`pinn.geometry.parametric.draw_at`)."""
+        from pinn.geometry.parametric import draw_at
+
+        values = self._values(params, jnp.zeros((n, self.dim)))
+        out, _ = draw_at(self, key, values, sampler, kind, on, coords)
+        return out
 
     def _rate_key(self, kind, on, coords):
         """Arguments of the (cached) acceptance-rate estimate for this sampling task."""
@@ -278,12 +349,14 @@ class Domain:
 
     def estimate_measure(self, key, n: int = 100_000):
         """Monte Carlo volume (exact ``measure`` where known); relative error ~ 1/sqrt(n)."""
+        self._fixed("estimate_measure")
         if self.measure is not None:
             return jnp.asarray(self.measure, float_dtype())
         return _jit_estimate(self, key, _check_n(n), "interior", None, None)
 
     def estimate_boundary_measure(self, key, n: int = 100_000, on="boundary", coords=None):
         """Monte Carlo length (area) of the selected boundary part(s)."""
+        self._fixed("estimate_boundary_measure")
         on = tuple(on) if isinstance(on, list) else on
         parts = self._resolve_parts(on)
         if parts is not None:
@@ -294,6 +367,12 @@ class Domain:
 
     def _extra_measure(self) -> float:
         return 1.0
+
+    def _fixed(self, what: str) -> None:
+        if self.params:
+            names = ", ".join(p.name for p in self.params)
+            raise ValueError(f"{what}: {self!r} depends on the ranged parameter(s) {names}; "
+                             f"take the shape of one value first, shape.at({{...}})")
 
 
 class Shape(Domain):
@@ -329,13 +408,19 @@ class Shape(Domain):
     def _contains(self, x, tol):
         return self._sdf(x) <= tol
 
-    def normal(self, points):
+    def normal(self, points, params=None):
         """Outward unit normal ``[..., dim]`` at boundary points (of the nearest part).
 
         Meaningful on or very near the boundary; at a corner it is the normal of
-        one of the parts meeting there.
+        one of the parts meeting there. ``params`` as in :meth:`sdf`.
         """
-        return _jit_outward(self, self._check_points(points))
+        x = self._check_points(points)
+        values = self._values(params, x)
+        if values is not None:
+            from pinn.geometry.parametric import outward_at
+
+            return outward_at(self, x, values)
+        return _jit_outward(self, x)
 
     @property
     def default_tol(self) -> float:
@@ -410,6 +495,17 @@ class Shape(Domain):
         if keep is not None:
             mask = mask & keep(x)
         return mask
+
+    # -- a shape whose numbers are one value per point (pinn.geometry.parametric) -------
+    def _bind(self, values) -> Shape:
+        """This shape with its parameters' ``values`` (arrays, one per point) in its
+        numbers; itself where it depends on none."""
+        return self
+
+    def _row_bounds(self):
+        """``(lo, hi)`` of each point's shape after :meth:`_bind` (broadcasting against
+        ``[..., dim]``)."""
+        return self.bounds
 
     # -- CSG and products ------------------------------------------------------------
     def _n_leaves(self) -> int:

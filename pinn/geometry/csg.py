@@ -69,6 +69,26 @@ class _CSG(Shape):
     def default_tol(self) -> float:
         return max(self.a.default_tol, self.b.default_tol)
 
+    # -- ranged parameters (pinn.geometry.parametric) --------------------------------
+    @property
+    def params(self) -> tuple:
+        from pinn.geometry.parametric import merge_params
+
+        return merge_params(self.a.params, self.b.params)
+
+    def at(self, values) -> Shape:
+        if not self.params:
+            return self
+        return type(self)(self.a.at(values), self.b.at(values))
+
+    def _bind(self, values) -> Shape:
+        if not self.params:
+            return self
+        out = object.__new__(type(self))  # arrays inside: not checked, not hashed
+        object.__setattr__(out, "a", self.a._bind(values))
+        object.__setattr__(out, "b", self.b._bind(values))
+        return out
+
     # -- boundary pieces and naming ------------------------------------------------
     def _n_leaves(self) -> int:
         return self.a._n_leaves() + self.b._n_leaves()
@@ -85,6 +105,8 @@ class _CSG(Shape):
         groups: dict[str, set[int]] = {}
         for p in pieces:
             groups.setdefault(p.name, set()).add(p.group)
+        if self.params:  # a family: no piece lies at a fixed place (pinn.geometry.parametric)
+            pieces = [replace(p, affine=None) for p in pieces]
         return [p if len(groups[p.name]) == 1 else replace(p, name=f"piece{p.group}.{p.name}")
                 for p in pieces]
 
@@ -164,6 +186,10 @@ class Union(_CSG):
         (la, ha), (lb, hb) = self.a.bounds, self.b.bounds
         return np.minimum(la, lb), np.maximum(ha, hb)
 
+    def _row_bounds(self):
+        (la, ha), (lb, hb) = self.a._row_bounds(), self.b._row_bounds()
+        return jnp.minimum(la, lb), jnp.maximum(ha, hb)
+
     def _sdf(self, x):
         return jnp.minimum(self.a._sdf(x), self.b._sdf(x))
 
@@ -214,6 +240,10 @@ class Intersection(_CSG):
         (la, ha), (lb, hb) = self.a.bounds, self.b.bounds
         return np.maximum(la, lb), np.minimum(ha, hb)
 
+    def _row_bounds(self):
+        (la, ha), (lb, hb) = self.a._row_bounds(), self.b._row_bounds()
+        return jnp.maximum(la, lb), jnp.minimum(ha, hb)
+
     def _sdf(self, x):
         return jnp.maximum(self.a._sdf(x), self.b._sdf(x))
 
@@ -259,6 +289,9 @@ class Difference(_CSG):
     @property
     def bounds(self):
         return self.a.bounds
+
+    def _row_bounds(self):
+        return self.a._row_bounds()
 
     def _sdf(self, x):
         return jnp.maximum(self.a._sdf(x), -self.b._sdf(x))
@@ -344,6 +377,24 @@ class Renamed(Shape):
     @property
     def default_tol(self) -> float:
         return self.shape.default_tol
+
+    @property
+    def params(self) -> tuple:
+        return self.shape.params
+
+    def at(self, values) -> Shape:
+        return Renamed(self.shape.at(values), self.names) if self.params else self
+
+    def _bind(self, values) -> Shape:
+        if not self.params:
+            return self
+        out = object.__new__(Renamed)
+        object.__setattr__(out, "shape", self.shape._bind(values))
+        object.__setattr__(out, "names", self.names)
+        return out
+
+    def _row_bounds(self):
+        return self.shape._row_bounds()
 
     def _sdf(self, x):
         return self.shape._sdf(x)

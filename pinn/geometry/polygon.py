@@ -18,6 +18,7 @@ import numpy as np
 from pinn.data import register
 from pinn.geometry._core import Piece
 from pinn.geometry.base import Shape
+from pinn.geometry.parametric import plain
 
 __all__ = ["Polygon", "Triangle"]
 
@@ -112,7 +113,7 @@ class Polygon(Shape):
     vertices: tuple[tuple[float, float], ...]
 
     def __post_init__(self):
-        v = np.asarray(self.vertices, dtype=np.float64)
+        v = np.asarray(plain(self.vertices, "Polygon: vertices"), dtype=np.float64)
         if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3:
             raise ValueError(f"Polygon needs at least 3 vertices [[x, y], ...], got "
                              f"{self.vertices!r}")

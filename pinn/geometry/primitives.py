@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +35,7 @@ import numpy as np
 from pinn.data import register
 from pinn.geometry._core import Piece
 from pinn.geometry.base import Shape
+from pinn.geometry.parametric import Bound, Parametric, plain, ranged_in
 
 __all__ = ["Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse"]
 
@@ -48,6 +50,7 @@ def face_names(dim: int) -> tuple[tuple[str, str], ...]:
 
 
 def _vec(value, dim: int | None, what: str, cls: str) -> tuple[float, ...]:
+    value = plain(value, f"{cls}: {what}")
     arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
     if arr.ndim != 1 or (dim is not None and arr.size != dim):
         want = f"{dim} numbers" if dim is not None else "a list of numbers"
@@ -58,7 +61,7 @@ def _vec(value, dim: int | None, what: str, cls: str) -> tuple[float, ...]:
 
 
 def _positive(value, what: str, cls: str) -> float:
-    v = float(value)
+    v = float(plain(value, f"{cls}: {what}"))
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"{cls}: {what} must be a positive number, got {value!r}")
     return v
@@ -216,8 +219,13 @@ class Interval(_BoxLike):
     a: float
     b: float
 
+    def __new__(cls, a=None, b=None):
+        if ranged_in(a, b):
+            return _ParametricInterval(a, b)
+        return super().__new__(cls)
+
     def __post_init__(self):
-        a, b = float(self.a), float(self.b)
+        a, b = float(plain(self.a, "Interval: a")), float(plain(self.b, "Interval: b"))
         if not (math.isfinite(a) and math.isfinite(b) and a < b):
             raise ValueError(f"Interval needs finite a < b, got a={self.a!r}, b={self.b!r}")
         object.__setattr__(self, "a", a)
@@ -244,8 +252,13 @@ class Rectangle(_BoxLike):
     lo: tuple[float, float]
     hi: tuple[float, float]
 
+    def __new__(cls, lo=None, hi=None):
+        if ranged_in(lo, hi):
+            return _ParametricRectangle(lo, hi)
+        return super().__new__(cls)
+
     def __post_init__(self):
-        if np.size(self.lo) == 3:
+        if np.size(plain(self.lo, "Rectangle: lo")) == 3:
             raise ValueError("Rectangle is 2-D; use Box(lo, hi) for a 3-D box")
         self._validate(2, "Rectangle")
 
@@ -264,6 +277,14 @@ class Box(_BoxLike):
     hi: tuple[float, ...]
 
     def __new__(cls, lo=None, hi=None):
+        if ranged_in(lo, hi):
+            lo, hi = tuple(lo), tuple(hi)
+            if len(lo) == 1 and len(hi) == 1:
+                return _ParametricInterval(lo[0], hi[0])
+            if len(lo) == 2:
+                return _ParametricRectangle(lo, hi)
+            return _ParametricBox(lo, hi)
+        lo, hi = plain(lo, "Box: lo"), plain(hi, "Box: hi")
         n = np.size(lo)
         if n == 1 and np.size(hi) == 1:
             return Interval(*_vec(lo, 1, "lo", "Box"), *_vec(hi, 1, "hi", "Box"))
@@ -307,8 +328,13 @@ class Disk(_Round):
     center: tuple[float, float]
     radius: float
 
+    def __new__(cls, center=None, radius=None):
+        if ranged_in(center, radius):
+            return _ParametricDisk(center, radius)
+        return super().__new__(cls)
+
     def __post_init__(self):
-        if np.size(self.center) == 3:
+        if np.size(plain(self.center, "Disk: center")) == 3:
             raise ValueError("Disk is 2-D; use Ball(center, radius) in 3-D")
         object.__setattr__(self, "center", _vec(self.center, 2, "center", "Disk"))
         object.__setattr__(self, "radius", _positive(self.radius, "radius", "Disk"))
@@ -350,6 +376,14 @@ class Ball(_Round):
     radius: float
 
     def __new__(cls, center=None, radius=None):
+        if ranged_in(center, radius):
+            center = tuple(center)
+            if len(center) == 1:
+                return _ParametricInterval(center[0] - radius, center[0] + radius)
+            if len(center) == 2:
+                return _ParametricDisk(center, radius)
+            return _ParametricBall(center, radius)
+        center = plain(center, "Ball: center")
         n = np.size(center)
         if n == 1:
             (c,) = _vec(center, 1, "center", "Ball")
@@ -537,3 +571,241 @@ class Ellipse(Shape):
             return jnp.abs(g) <= tol * 2 * _norm(q / ax)
 
         return [Piece("ellipse", self.perimeter, 1, f, normal=self._outward, on=on)]
+
+
+# ------------------------------------------------------------ parametric ----
+# Interval, Rectangle, Box, Disk and Ball with expressions of ranged parameters among their
+# numbers (families of shapes, :mod:`pinn.geometry.parametric`): the constructors return
+# these, written as data under the fixed class's name (read back through its constructor).
+
+
+@register("domain", "Interval", read=False)
+@dataclass(frozen=True, repr=False)
+class _ParametricInterval(Parametric):
+    KIND: ClassVar = Interval
+
+    a: object
+    b: object
+
+    @property
+    def dim(self) -> int:
+        return 1
+
+    def _part_names(self):
+        return ("left", "right")
+
+    def _bound(self, a, b):
+        return _BoundBox(a[..., None], b[..., None])
+
+
+@register("domain", "Rectangle", read=False)
+@dataclass(frozen=True, repr=False)
+class _ParametricRectangle(Parametric):
+    KIND: ClassVar = Rectangle
+
+    lo: tuple
+    hi: tuple
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    def _part_names(self):
+        return tuple(n for pair in face_names(2) for n in pair)
+
+    def _bound(self, lo, hi):
+        return _BoundBox(lo, hi)
+
+
+@register("domain", "Box", read=False)
+@dataclass(frozen=True, repr=False)
+class _ParametricBox(Parametric):
+    KIND: ClassVar = Box
+
+    lo: tuple
+    hi: tuple
+
+    @property
+    def dim(self) -> int:
+        return len(self.lo)
+
+    def _part_names(self):
+        return tuple(n for pair in face_names(self.dim) for n in pair)
+
+    def _bound(self, lo, hi):
+        return _BoundBox(lo, hi)
+
+
+@register("domain", "Disk", read=False)
+@dataclass(frozen=True, repr=False)
+class _ParametricDisk(Parametric):
+    KIND: ClassVar = Disk
+
+    center: tuple
+    radius: object
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    def _part_names(self):
+        return ("circle",)
+
+    def _bound(self, center, radius):
+        return _BoundRound(center, radius, "circle")
+
+
+@register("domain", "Ball", read=False)
+@dataclass(frozen=True, repr=False)
+class _ParametricBall(Parametric):
+    KIND: ClassVar = Ball
+
+    center: tuple
+    radius: object
+
+    @property
+    def dim(self) -> int:
+        return len(self.center)
+
+    def _part_names(self):
+        return ("sphere",)
+
+    def _bound(self, center, radius):
+        return _BoundRound(center, radius, "sphere")
+
+
+class _BoundBox(Bound):
+    """A box with corners ``lo, hi[..., d]``, one per point (the faces of :class:`_BoxLike`,
+    in its order)."""
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+
+    @property
+    def dim(self) -> int:
+        return self.lo.shape[-1]
+
+    def _row_bounds(self):
+        return self.lo, self.hi
+
+    def _sdf(self, x):
+        q = jnp.abs(x - (self.lo + self.hi) / 2) - (self.hi - self.lo) / 2
+        return _norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q, axis=-1), 0.0)
+
+    def _outward(self, x):
+        c = (self.lo + self.hi) / 2
+        q = jnp.abs(x - c) - (self.hi - self.lo) / 2
+        i = jnp.argmax(q, axis=-1)
+        s = jnp.where(jnp.take_along_axis(x - c, i[..., None], -1) >= 0, 1.0, -1.0)
+        return jax.nn.one_hot(i, self.dim, dtype=x.dtype) * s
+
+    def _boundary_pieces(self):
+        lo, hi, d = self.lo, self.hi, self.dim
+        names = face_names(d)
+        pieces = []
+        for axis in range(d):
+            others = [j for j in range(d) if j != axis]
+            area = 1.0
+            for j in others:
+                area = area * (hi[..., j] - lo[..., j])
+            for side, value in ((0, lo[..., axis]), (1, hi[..., axis])):
+                normal = np.zeros(d)
+                normal[axis] = 1.0 if side else -1.0
+                pieces.append(Piece(names[axis][side], area, d - 1,
+                                    self._face_map(axis, value, others),
+                                    normal=_face_normal(d, axis, normal[axis]),
+                                    on=self._face_on(axis, value, others)))
+        return pieces
+
+    def _face_map(self, axis, value, others):
+        lo, hi, d = self.lo, self.hi, self.dim
+
+        def f(loc):
+            cols = [None] * d
+            cols[axis] = jnp.broadcast_to(value, loc.shape[:1]).astype(loc.dtype)
+            for k, j in enumerate(others):
+                cols[j] = lo[..., j] + loc[:, k] * (hi[..., j] - lo[..., j])
+            return jnp.stack(cols, axis=-1)
+
+        return f
+
+    def _face_on(self, axis, value, others):
+        lo, hi = self.lo, self.hi
+
+        def f(x, tol):
+            m = jnp.abs(x[..., axis] - value) <= tol
+            for j in others:
+                m = m & (x[..., j] >= lo[..., j] - tol) & (x[..., j] <= hi[..., j] + tol)
+            return m
+
+        return f
+
+    def adf_inside(self, x):
+        from pinn.geometry.adf import r_and
+
+        out = None
+        for i in range(self.dim):
+            for s in (x[..., i] - self.lo[..., i], self.hi[..., i] - x[..., i]):
+                out = s if out is None else r_and(out, s)
+        return out
+
+    def adf_pieces(self):
+        from pinn.geometry.adf import r_and
+
+        lo, hi, d = self.lo, self.hi, self.dim
+        out = []
+        for axis in range(d):
+            others = [j for j in range(d) if j != axis]
+            for value in (lo[..., axis], hi[..., axis]):
+                def f(x, axis=axis, value=value):
+                    return x[..., axis] - value
+
+                def t(x, others=others):
+                    out = None
+                    for j in others:
+                        for w in (x[..., j] - lo[..., j], hi[..., j] - x[..., j]):
+                            out = w if out is None else r_and(out, w)
+                    return out
+
+                out.append((f, t if others else None))
+        return out
+
+
+class _BoundRound(Bound):
+    """A disk or ball with ``center[..., d]`` and ``radius[...]``, one per point."""
+
+    def __init__(self, center, radius, name: str):
+        self.center, self.radius, self.name = center, radius, name
+
+    @property
+    def dim(self) -> int:
+        return self.center.shape[-1]
+
+    def _row_bounds(self):
+        r = self.radius[..., None]
+        return self.center - r, self.center + r
+
+    def _sdf(self, x):
+        return _norm(x - self.center) - self.radius
+
+    def _outward(self, x):
+        return _unit(x - self.center)
+
+    def _on(self, x, tol):
+        return jnp.abs(_norm(x - self.center) - self.radius) <= tol
+
+    def _boundary_pieces(self):
+        c, r, d = self.center, self.radius, self.dim
+        area = d * math.pi ** (d / 2) / math.gamma(d / 2 + 1) * r ** (d - 1)
+
+        def f(loc):
+            return c + r[..., None] * sphere_direction(loc, d)
+
+        return [Piece(self.name, area, d - 1, f, normal=self._outward, on=self._on)]
+
+    def adf_inside(self, x):
+        r = self.radius
+        return (r * r - jnp.sum((x - self.center) ** 2, -1)) / (2 * r)
+
+    def adf_pieces(self):
+        return [(self.adf_inside, None)]

@@ -107,6 +107,13 @@ class SpaceTime(Domain):
         return self.space.default_tol
 
     @property
+    def params(self) -> tuple:
+        return self.space.params
+
+    def at(self, values) -> SpaceTime:
+        return SpaceTime(self.space.at(values), self.time) if self.params else self
+
+    @property
     def boundary_parts(self) -> tuple[str, ...]:
         return self.space.boundary_parts
 

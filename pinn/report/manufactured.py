@@ -91,8 +91,12 @@ def _terms(e: E.Expr) -> list[E.Expr]:
 def _eval(problem, e: E.Expr, pts, extra=None) -> np.ndarray:
     """Float64 values with NumPy (no JAX dispatch or compilation per operation)."""
     env = {c: pts[:, i] for i, c in enumerate(problem.coords)}
+    k = len(problem.coords)
     for i, p in enumerate(problem.ranged):  # a parametric problem: over each range (seeded)
-        env[E.Coord(p.name)] = np.random.default_rng(i).uniform(*p.range, pts.shape[0])
+        if problem.space.params:  # the points' own values: the domain's shape follows them
+            env[E.Coord(p.name)] = pts[:, k + i]
+        else:
+            env[E.Coord(p.name)] = np.random.default_rng(i).uniform(*p.range, pts.shape[0])
     if extra:
         env.update(extra)
     with np.errstate(all="ignore"):  # where(r > 0, f(r), 0): the other branch may be NaN
