@@ -8,7 +8,8 @@
 - ``Disk`` / ``Ellipse`` / ``Ball``: scikit-fem's refined circle / ball;
 - any other 2-D shape with a signed distance (polygons, annuli, plates with
   holes, CSG): DistMesh (Persson & Strang 2004) on the shape's ``sdf``, with
-  its corners fixed;
+  its corners fixed, its cells at most half the smallest feature (a radius, an
+  edge; finer than asked where the cells asked for are coarser), then refined;
 - 3-D CSG of boxes and balls (a box minus balls, ...): a body-centred cubic
   lattice through every box face, cleared near the spheres, plus near-uniform
   points on each sphere, tetrahedralised by Delaunay (:func:`_csg3d`).
@@ -31,6 +32,9 @@ from pinn.fem.weakform import UnsupportedProblem
 __all__ = ["build_mesh", "select_facets", "facet_midpoints", "default_cells"]
 
 _DEFAULT_CELLS = {1: 128, 2: 32, 3: 8}
+#: The base DistMesh's cell size at most this times the shape's smallest feature (a
+#: circle of radius r then gets at least 2 pi / 0.5 ~ 12 edges before refinement).
+FEATURE_CELLS = 0.5
 
 
 def default_cells(dim: int) -> int:
@@ -89,6 +93,28 @@ def _polygon_vertices(shape) -> np.ndarray | None:
             v = [shape.a, shape.b, shape.c]
         return np.asarray(v, dtype=np.float64).reshape(-1, 2)
     return None
+
+
+def _feature_size(shape) -> float:
+    """The smallest size among the leaves of ``shape`` (a disk's or ellipse's smallest
+    radius, a polygon's shortest edge); ``inf`` where no leaf says. The base mesh must be
+    finer than this, or it does not see the feature (a hole smaller than its cells is
+    covered by triangles whose centres lie outside it, and refining keeps it covered)."""
+    sizes = []
+    for leaf in _leaves(shape):
+        k = _kind(leaf)
+        core = _unwrap(leaf)
+        if k in ("Disk", "Ball"):
+            sizes.append(float(core.radius))
+        elif k == "Ellipse":
+            sizes.append(float(np.min(np.asarray(core.semi_axes, dtype=np.float64))))
+        else:
+            v = _polygon_vertices(leaf)
+            if v is not None:
+                e = np.linalg.norm(np.roll(v, -1, axis=0) - v, axis=1)
+                if np.any(e > 0):
+                    sizes.append(float(np.min(e[e > 0])))
+    return min(sizes, default=math.inf)
 
 
 def _rectilinear(shape) -> bool:
@@ -348,9 +374,15 @@ def build_mesh(shape, *, cells: int | None = None, h: float | None = None,
             raise UnsupportedProblem(f"cannot mesh {shape!r}: it has no sdf(); pass mesh=...")
         lo, hi = _bounds(shape)
         scale = float(np.max(hi - lo))
-        # DistMesh up to ~20 cells across, then uniform refinement (boundary nodes projected)
+        # DistMesh up to ~20 cells across, then uniform refinement (boundary nodes projected);
+        # the base mesh finer than the smallest feature (a radius, an edge): a coarser one
+        # covers a small hole, and refinement keeps it covered
+        # (finer than asked where the cells asked for are coarser than that feature)
         times = max(0, int(math.ceil(math.log2(scale / (20 * hh)))))
-        h0 = hh * 2**times
+        finest = FEATURE_CELLS * _feature_size(shape)
+        while times > 0 and hh * 2**times > finest:
+            times -= 1
+        h0 = min(hh * 2**times, finest)
         p, t = _distmesh2d(fd, h0, lo - 0.1 * h0, hi + 0.1 * h0, _corners(shape, fd, scale))
         m = skfem.MeshTri(p.T.copy(), t.T.astype(np.int32).copy())
         return refine_mesh(m, shape, times) if times else m
@@ -485,10 +517,15 @@ def _mask(shape, pts: np.ndarray, on, coords=None) -> np.ndarray:
     n = len(pts)
     if n == 0:
         return np.zeros(0, dtype=bool)
-    # pad to a power of two: the geometry is jitted, and every new size would recompile
+    # op by op, not jitted: every query of a parametric problem is a new shape
+    # (pinn.design.fixed_problem), and a jitted mask compiles again for each (~0.1 s, most
+    # of a small solve); eagerly it takes milliseconds. Padded to a power of two: each op
+    # is compiled once per size
+    import jax
+
     size = max(256, 1 << (n - 1).bit_length())
     padded = np.concatenate([pts, np.repeat(pts[:1], size - n, axis=0)])
-    with _x64():
+    with _x64(), jax.disable_jit():
         m = shape.boundary_mask(padded, on, **kw)
     return np.asarray(m, dtype=bool).reshape(-1)[:n]
 

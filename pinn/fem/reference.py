@@ -14,7 +14,7 @@ from pinn.fem.solution import FEMSolution
 __all__ = ["fem_reference", "cache_dir", "problem_key"]
 
 log = logging.getLogger(__name__)
-_FORMAT = "pinn.fem.reference/1"
+_FORMAT = "pinn.fem.reference/2"  # 2: base meshes that resolve small holes
 
 
 def cache_dir() -> Path:
