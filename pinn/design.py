@@ -313,6 +313,18 @@ def fem_quantity(fem_solution, problem, quantity: Quantity) -> float:
     return float(np.asarray(quantity.reduce(values, rule, np)))
 
 
+def _at_values(quantity: Quantity, values: Mapping[str, float]) -> Quantity:
+    """``quantity`` with each ranged parameter in its expression replaced by its value in
+    ``values`` (a quantity of a parametric problem, computed on one of its fixed problems,
+    :func:`fixed_problem`, where those parameters have no range)."""
+    import dataclasses
+
+    sub = {p: float(values[p.name]) for p in calculus.params_of(quantity.expr)
+           if p.range is not None and p.name in values}
+    return dataclasses.replace(quantity, expr=calculus.substitute(quantity.expr, sub)
+                               ) if sub else quantity
+
+
 def fem_check(problem, quantity: str | Quantity, params: Mapping[str, float], *,
               cells: int | None = None, element: str = "P2", dt: float | None = None,
               theta: float = 0.5) -> FEMCheck:
@@ -325,17 +337,17 @@ def fem_check(problem, quantity: str | Quantity, params: Mapping[str, float], *,
 
     name, q = _quantity(problem, quantity)
     fixed = fixed_problem(problem, params)
+    row = problem.param_columns(dict(params), 1)[0]
+    values = {p.name: float(v) for p, v in zip(problem.ranged, row, strict=True)}
+    q = _at_values(q, values)
     fem.translate(fixed, 2)  # UnsupportedProblem before anything is meshed
     fem_quantity_check(fixed, q)
     t0 = time.perf_counter()
     sol = fem.solve(fixed, cells=cells, element=element, dt=dt, theta=theta)
     seconds = time.perf_counter() - t0
     value = fem_quantity(sol, fixed, q)
-    row = problem.param_columns(dict(params), 1)[0]
-    return FEMCheck(quantity=name, params={p.name: float(v) for p, v in
-                                           zip(problem.ranged, row, strict=True)},
-                    value=value, element=str(element), cells=cells,
-                    dofs=int(sol.dofs), seconds=seconds)
+    return FEMCheck(quantity=name, params=values, value=value, element=str(element),
+                    cells=cells, dofs=int(sol.dofs), seconds=seconds)
 
 
 def fem_quantity_check(problem, quantity: Quantity) -> None:

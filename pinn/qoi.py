@@ -35,10 +35,23 @@ its edge, which costs some of that rate); a mean divides by the region's measure
 on the same points; a maximum is taken over the points. The rule is fixed, so a quantity is
 a smooth function of a parametric solution's parameters (what :func:`pinn.optimize`
 differentiates).
+
+A domain whose shape follows ranged parameters (:mod:`pinn.geometry.parametric`: a hole
+of radius ``r``) has one rule for every shape: the Sobol points of the box holding all its
+shapes (the family's ``bounds``), each weighted by the box's measure over ``points``, and
+each query keeps the points inside its own shape (:func:`inside`; the rule of the fixed
+shape of one value, what :func:`pinn.design.fem_check` integrates on, is the same points
+where that shape is a box with holes cut out). Kept or not is a step in the parameters;
+its derivative is taken as that of a smoothed step across a band of ``width`` (four point
+spacings) about the shape's edge, so the gradient of an integral or a mean carries the
+motion of the edge (Reynolds' transport term: a larger hole takes area from a mean's
+measure) up to the band's quadrature error. Interior regions only (a predicate ``where``
+may restrict them); a boundary region of such a shape is refused.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -51,7 +64,7 @@ from pinn.dsl import calculus
 from pinn.dsl import expr as E
 
 __all__ = ["Quantity", "Integral", "Mean", "Max", "Min", "Value", "Quadrature",
-           "region_quadrature", "DEFAULT_POINTS", "MAX_POINTS", "KINDS"]
+           "region_quadrature", "inside", "DEFAULT_POINTS", "MAX_POINTS", "KINDS"]
 
 #: Points of a region's quadrature rule unless a quantity says (a power of two: Sobol's
 #: nets are balanced then).
@@ -69,11 +82,18 @@ class Quadrature(NamedTuple):
     """A quadrature rule: ``points[N, d]`` (float64, the problem's coordinates) and
     ``weights[N]`` (``sum(weights * f(points))`` approximates the integral of ``f``);
     ``measure``: the region's length, area or volume estimated on the same rule (the sum of
-    the weights; exact where no point is rejected)."""
+    the weights; exact where no point is rejected).
+
+    For a domain whose shape follows ranged parameters: ``shape``, that family (the
+    problem's space); the points cover the box of all its shapes (``measure`` is the box's)
+    and a query weighs each by :func:`inside` its own shape; ``width``: the band about the
+    shape's edge over which that step's derivative is smoothed."""
 
     points: np.ndarray
     weights: np.ndarray
     measure: float
+    shape: Any = None
+    width: float = 0.0
 
 
 def _unit(n: int, d: int, key=None) -> np.ndarray:
@@ -120,6 +140,8 @@ def region_quadrature(problem, on="interior", where: E.Expr | None = None, *,
     from pinn.geometry._core import propose
     from pinn.geometry.base import predicate_fn
 
+    if problem.space.params:  # a shape that follows ranged parameters
+        return _family_quadrature(problem, on, where, points, time, key)
     domain = problem.space if time is not None else problem.domain
     kind = "interior" if on == "interior" else "boundary"
     with jax.enable_x64(True):
@@ -153,6 +175,99 @@ def region_quadrature(problem, on="interior", where: E.Expr | None = None, *,
     return Quadrature(x[ok], w, float(w.sum()))
 
 
+def _no_family_boundary(problem, on) -> str | None:
+    """Why ``on`` is no region of a quantity over ``problem``'s domain when its shape
+    follows ranged parameters (None: it is one, or the shape is fixed)."""
+    if on == "interior" or not problem.space.params:
+        return None
+    names = ", ".join(p.name for p in problem.space.params)
+    return (f"on {on if isinstance(on, str) else list(on)!r}: the domain's shape follows "
+            f"the ranged parameter(s) {names}, and quantities over its boundary are not "
+            "supported yet; integrate over the interior (on: interior, optionally with a "
+            "predicate such as x < 0.2) or take a value at a point")
+
+
+def _family_quadrature(problem, on, where, points: int, time, key) -> Quadrature:
+    """The rule of an interior region of a family of shapes (the module doc): Sobol points
+    of the box of all its shapes (and the time interval, or ``time``), those where
+    ``where`` fails dropped; :func:`inside` keeps each query's own."""
+    import jax
+    import jax.numpy as jnp
+
+    from pinn.geometry.base import predicate_fn
+
+    why = _no_family_boundary(problem, on)
+    if why:
+        raise ValueError(why)
+    space = problem.space
+    lo, hi = (np.asarray(b, np.float64).reshape(-1) for b in space.bounds)
+    if problem.is_evolution and time is None:
+        lo = np.append(lo, problem.time.t0)
+        hi = np.append(hi, problem.time.t1)
+    u = _unit(points, len(lo), key)
+    x = lo + u * (hi - lo)
+    if time is not None:
+        x = np.concatenate([x, np.full((points, 1), float(time))], axis=1)
+    ok = np.ones(points, bool)
+    if where is not None:
+        keep = predicate_fn(where, [c.name for c in problem.coords], space.default_tol)
+        with jax.enable_x64(True):
+            ok = np.asarray(keep(jnp.asarray(x)), bool)
+        if not ok.any():
+            raise ValueError(f"the region {_region_text(on, where)} holds none of the "
+                             f"{points} quadrature points: it has no length, area or volume; "
+                             "select a region of the domain")
+    box = float(np.prod(hi - lo))
+    w = np.full(int(ok.sum()), box / points)
+    width = 4.0 * (box / points) ** (1.0 / len(lo))  # four point spacings
+    return Quadrature(x[ok], w, float(w.sum()), shape=space, width=width)
+
+
+@functools.cache
+def _step_fn():
+    """The step of :func:`inside`: ``step(phi, width)`` is 1 where ``phi <= 0`` (inside),
+    else 0; its derivative is that of a step smoothed over ``|phi| < width`` (a
+    raised-cosine kernel of unit integral), ``-delta(phi) dphi`` (built on first use: JAX
+    is not imported with this module)."""
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+    def step(phi, width: float):
+        return (phi <= 0).astype(phi.dtype)
+
+    @step.defjvp
+    def step_jvp(width, primals, tangents):
+        (phi,), (dphi,) = primals, tangents
+        t = phi / width
+        kernel = jnp.where(jnp.abs(t) < 1, (1 + jnp.cos(jnp.pi * t)) / (2 * width), 0.0)
+        return step(phi, width), -kernel.astype(phi.dtype) * dphi
+
+    return step
+
+
+def inside(rule: Quadrature, problem, theta, xp=np):
+    """The weight of each of ``rule``'s points for the ranged parameters' values ``theta``
+    (``[p]`` or ``[Q, p]``, in the order of ``problem.ranged``): ``[N]`` or ``[Q, N]``, 1 for
+    the points inside that value's own shape and 0 for the others (a step of the
+    shape's signed distance: with ``xp=jax.numpy`` differentiable along ``theta``, the
+    edge's motion included). ``None`` for a rule of a fixed shape."""
+    if rule.shape is None:
+        return None
+    import jax.numpy as jnp
+
+    shape = rule.shape
+    names = [p.name for p in problem.ranged]
+    theta = jnp.asarray(theta)
+    x = jnp.asarray(rule.points[:, :shape.dim], theta.dtype)
+    lead = (*theta.shape[:-1], x.shape[0])
+    values = {p.name: jnp.broadcast_to(theta[..., names.index(p.name), None], lead)
+              for p in shape.params}
+    phi = shape.sdf(jnp.broadcast_to(x, (*lead, shape.dim)), params=values)
+    out = _step_fn()(phi, float(rule.width))
+    return out if xp is jnp else np.asarray(out, np.float64)
+
+
 class Quantity:
     """The protocol of a quantity of interest: ``expr`` (an expression of the fields) and
     how it is reduced to one number.
@@ -173,9 +288,10 @@ class Quantity:
         """Its points and weights in ``problem``'s domain."""
         raise NotImplementedError
 
-    def reduce(self, values, rule: Quadrature, xp=np):  # pragma: no cover - interface
+    def reduce(self, values, rule: Quadrature, xp=np, mask=None):  # pragma: no cover
         """The quantity from ``values[..., N]`` at the rule's points (``xp``: numpy or
-        jax.numpy): ``[...]``."""
+        jax.numpy): ``[...]``. ``mask[..., N]``: each point's weight for a query of a shape
+        that follows ranged parameters (:func:`inside`; None: every point counts)."""
         raise NotImplementedError
 
     def validate(self, problem, name: str) -> None:
@@ -287,6 +403,9 @@ class _OverRegion(Quantity):
     def validate(self, problem, name: str) -> None:
         where = f"quantities.{name}"
         _check_expr(problem, self.expr, where)
+        why = _no_family_boundary(problem, self.on)
+        if why:
+            raise ValueError(f"{where}: {why}")
         if self.on != "interior":
             try:
                 problem.domain._resolve_parts(self.on)
@@ -338,8 +457,9 @@ class Integral(_OverRegion):
 
     KIND: ClassVar[str] = "integral"
 
-    def reduce(self, values, rule: Quadrature, xp=np):
-        return xp.sum(values * xp.asarray(rule.weights, values.dtype), axis=-1)
+    def reduce(self, values, rule: Quadrature, xp=np, mask=None):
+        w = xp.asarray(rule.weights, values.dtype)
+        return xp.sum(values * (w if mask is None else w * mask), axis=-1)
 
 
 @register("quantity")
@@ -349,8 +469,10 @@ class Mean(_OverRegion):
 
     KIND: ClassVar[str] = "mean"
 
-    def reduce(self, values, rule: Quadrature, xp=np):
-        return xp.mean(values, axis=-1)  # equal weights: the integral over the measure
+    def reduce(self, values, rule: Quadrature, xp=np, mask=None):
+        if mask is None:
+            return xp.mean(values, axis=-1)  # equal weights: the integral over the measure
+        return xp.sum(values * mask, axis=-1) / xp.sum(mask, axis=-1)
 
 
 @register("quantity")
@@ -361,8 +483,9 @@ class Max(_OverRegion):
 
     KIND: ClassVar[str] = "max"
 
-    def reduce(self, values, rule: Quadrature, xp=np):
-        return xp.max(values, axis=-1)
+    def reduce(self, values, rule: Quadrature, xp=np, mask=None):
+        return xp.max(values if mask is None else xp.where(mask > 0, values, -xp.inf),
+                      axis=-1)
 
 
 @register("quantity")
@@ -372,8 +495,9 @@ class Min(_OverRegion):
 
     KIND: ClassVar[str] = "min"
 
-    def reduce(self, values, rule: Quadrature, xp=np):
-        return xp.min(values, axis=-1)
+    def reduce(self, values, rule: Quadrature, xp=np, mask=None):
+        return xp.min(values if mask is None else xp.where(mask > 0, values, xp.inf),
+                      axis=-1)
 
 
 @register("quantity")
@@ -409,15 +533,30 @@ class Value(Quantity):
                              f"{len(coords)} coordinates ({', '.join(coords)}); give one "
                              "number each")
         dom = problem.domain
+        shown = ", ".join(f"{c}={v:g}" for c, v in zip(coords, self.at, strict=True))
+        if problem.space.params:  # a shape that follows ranged parameters: in every one
+            from pinn.geometry.parametric import probe_values
+
+            space, at = problem.space, np.asarray([self.at[:problem.space.dim]])
+            t_ok = not problem.is_evolution or (
+                problem.time.t0 <= self.at[-1] <= problem.time.t1)
+            out = [v for v in probe_values(space.params)
+                   if not bool(np.asarray(space.at(v).contains(at, space.default_tol))[0])]
+            if out or not t_ok:
+                at_v = (", ".join(f"{k}={x:.6g}" for k, x in out[0].items()) if out
+                        else "its time")
+                raise ValueError(f"{where}: the point {shown} lies outside the domain at "
+                                 f"{at_v}; give a point inside the shape at every value of "
+                                 "the ranged parameters")
+            return
         if not bool(np.asarray(dom.contains(np.asarray([self.at]), dom.default_tol))[0]):
-            shown = ", ".join(f"{c}={v:g}" for c, v in zip(coords, self.at, strict=True))
             raise ValueError(f"{where}: the point {shown} lies outside the domain; give a "
                              "point of the domain (or on its boundary)")
 
     def quadrature(self, problem, *, key=None) -> Quadrature:
         return Quadrature(np.asarray([self.at], np.float64), np.ones(1), 0.0)
 
-    def reduce(self, values, rule: Quadrature, xp=np):
+    def reduce(self, values, rule: Quadrature, xp=np, mask=None):
         return values[..., 0]
 
     def describe(self) -> str:

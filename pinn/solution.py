@@ -22,7 +22,7 @@ from pinn.dsl import parse
 from pinn.dsl.calculus import MAX_DERIVATIVE_ORDER, derivative_order
 from pinn.io import write_jsonl
 from pinn.network import field_apply, namespace_of
-from pinn.qoi import Quantity
+from pinn.qoi import Quantity, inside
 from pinn.report import fields as F
 from pinn.report import plots, true_params, write_run
 from pinn.train.spec import Training, precision_scope
@@ -229,7 +229,14 @@ class Solution:
         for name, q in chosen.items():
             rule = self._rule(name, q, key)
             vals = self.evaluate(rule.points, {name: q.expr}, params=params)[name]
-            v = np.asarray(q.reduce(np.asarray(vals, np.float64), rule, np), np.float64)
+            mask = None
+            if rule.shape is not None:  # the domain follows the parameters: each its own
+                theta = (self.problem.param_rows(params) if _batched(params)
+                         else self.problem.param_columns(params, 1)[0])
+                with precision_scope(self.precision):
+                    mask = inside(rule, self.problem, theta)
+            v = np.asarray(q.reduce(np.asarray(vals, np.float64), rule, np, mask=mask),
+                           np.float64)
             out[name] = float(v) if v.ndim == 0 else v
         return out
 
@@ -252,7 +259,8 @@ class Solution:
             theta = jnp.asarray(theta)
             x = jnp.asarray(points, theta.dtype)
             cols = jnp.broadcast_to(theta.reshape(1, -1), (x.shape[0], theta.size))
-            return q.reduce(fn(net, jnp.concatenate([x, cols], axis=1))[name], rule, jnp)
+            return q.reduce(fn(net, jnp.concatenate([x, cols], axis=1))[name], rule, jnp,
+                            mask=inside(rule, p, theta, jnp))
 
         return f
 
