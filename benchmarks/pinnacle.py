@@ -188,14 +188,14 @@ WHY_MISSED = {
                  "32768 interior points (4x) at 5.45e-2 (6050 steps, 564 s; loss ~40, no gap); "
                  "both at once do not fit the budget",
     "heat2d_cg": "17 holes whose Robin data start hot (u + du/dn = 5) against a cold start "
-                 "(u = 0): thin layers at the circles early on; going on past 5000 steps "
-                 "(f6f9cb9: 6200) changes nothing (9.00e-2, 9.02e-2), nor do 4x the "
-                 "points (16384 interior, 8192 boundary, 2048 initial: 9.31e-2) or a network "
-                 "of width 60 (8.93e-2; both at e3ea6ab, 600 and 900 s beside the slow "
-                 "suite). The error is near the circles: at t = 3 its rms is 0.17 within 0.5 "
-                 "of them, the network 2.5 % below the reference there, 0.04 two units away; "
-                 "the Robin terms end at mean squares of 7.5e-3 (large circles), 5.1e-3 "
-                 "(small): their residual is what is left, not the capacity",
+                 "(u = 0). Until a22454f our FEM reference missed two of the six small holes "
+                 "(the mesher's base was coarser than them; the reference was 9.8 % from a "
+                 "finer solve, now 2.4e-3), and this row was 9.02e-2 against it; against "
+                 "the corrected reference, at a22454f beside the slow suite (load 5.8-7.5), "
+                 "5.62e-2. Re-scored against it, runs at e3ea6ab with 4x the points (16384 "
+                 "interior, 8192 boundary, 2048 initial) 6.10e-2, a network of width 60 "
+                 "6.25e-2, the Robin terms weighted 10 7.77e-2: neither points, capacity nor "
+                 "that weight is what is missing",
 }
 
 
