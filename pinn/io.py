@@ -200,10 +200,7 @@ def read_npz_file(path: str | os.PathLike, what: str = "npz file",
                 if not info.filename.endswith(".npy"):
                     continue
                 with zf.open(info) as member:
-                    version = np.lib.format.read_magic(member)
-                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                            else np.lib.format.read_array_header_2_0)
-                    shape, _, dtype = read(member)
+                    shape, dtype = _npy_header(member)
                 if dtype.hasobject:
                     raise BadFile(f"{p}: the array {info.filename[:-4]!r} holds Python "
                                   "objects, which are never loaded; write numbers")
@@ -228,6 +225,15 @@ def read_npz_file(path: str | os.PathLike, what: str = "npz file",
                       "truncated: write it again") from None
 
 
+def _npy_header(fh) -> tuple[tuple, np.dtype]:
+    """The shape and dtype a ``.npy`` stream declares (its header only, nothing loaded)."""
+    version = np.lib.format.read_magic(fh)
+    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+            else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = read(fh)
+    return shape, dtype
+
+
 def read_npy_file(path: str | os.PathLike, what: str = "npy file",
                   limit: int = MAX_NPZ_BYTES) -> np.ndarray:
     """The array of the ``.npy`` at ``path`` (no pickles), its header (shape, dtype) checked
@@ -241,10 +247,7 @@ def read_npy_file(path: str | os.PathLike, what: str = "npy file",
     try:
         with fh:
             size = os.fstat(fh.fileno()).st_size
-            version = np.lib.format.read_magic(fh)
-            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                    else np.lib.format.read_array_header_2_0)
-            shape, _, dtype = read(fh)
+            shape, dtype = _npy_header(fh)
             if dtype.hasobject:
                 raise BadFile(f"{p}: the array holds Python objects, which are never loaded; "
                               "write numbers")
