@@ -132,7 +132,8 @@ WHY_MISSED = {
             "PInv worse (docs/yaml.md, the plan's balance)",
     "pinv": "with the plan's held-out observations (e3ea6ab: the run keeps the step of "
             "lowest held-out misfit) 1.95e-2, measured beside the slow test suite and two "
-            "helpers (load 5.4); before, the plan's data balance (weight 8.6 from the source's and data's sizes) makes "
+            "helpers (load 5.4); before, the plan's data balance (weight 8.6 from the "
+            "source's and data's sizes) makes "
             "it worse: 4.75e-2 without it, 1.22e-1 with it (both at 3421031, the first with "
             "plan: {balance: false} added); the balance stays on for HInv, which it takes "
             "from 194 to 3.64. The data's noise (N(0, 0.1)) is fitted the more the heavier "

@@ -666,7 +666,11 @@ class Data(Condition):
         keep = (t >= window.t0) & ((t <= window.t1) if window.last else (t < window.t1))
         if not keep.any():
             return None
-        return Data(self.points[keep], {f: v[keep] for f, v in self.values}, noise=self.noise,
+        return self.take(keep)
+
+    def take(self, rows) -> Data:
+        """These observations only (``rows``: a mask or indices), all else as they are."""
+        return Data(self.points[rows], {f: v[rows] for f, v in self.values}, noise=self.noise,
                     weight=self.weight, source=self.source)
 
     def to_data(self):

@@ -606,19 +606,13 @@ def _holdout(problem, seed: int = 0) -> tuple[Any, tuple, list[Choice]]:
         order = np.random.default_rng([seed, k]).permutation(n)
         m = max(1, round(HOLDOUT_FRACTION * n))
         out, keep = np.sort(order[:m]), np.sort(order[m:])
-        conditions[name] = _rows(c, keep)
-        held.append((name, _rows(c, out)))
+        conditions[name] = c.take(keep)
+        held.append((name, c.take(out)))
     return replace(problem, conditions=conditions), tuple(held), [Choice(
         "holdout", {n: len(d.points) for n, d in held},
         f"an inverse problem: {HOLDOUT_FRACTION:.0%} of the observations held out of "
         "training; the run keeps the parameters at which their misfit was lowest (fitting "
         "the data's noise shows there first)")]
-
-
-def _rows(c, rows: np.ndarray):
-    """The data condition ``c`` with only these rows."""
-    return C.Data(c.points[rows], {f: v[rows] for f, v in c.values}, noise=c.noise,
-                  weight=c.weight, source=c.source)
 
 
 # ---------------------------------------------------------------------------

@@ -179,6 +179,17 @@ class FEMSolution:
     def __call__(self, points) -> dict[str, np.ndarray]:
         return self.evaluate(points)
 
+    def _points(self, points) -> tuple[np.ndarray, int]:
+        """``points`` as float64 ``[N, d]`` (checked: spatial coordinates, then time for an
+        evolution) and the spatial dimension."""
+        pts = np.asarray(points, dtype=np.float64)
+        sd = self.mesh.p.shape[0]
+        want = sd + (1 if self.is_evolution else 0)
+        if pts.ndim != 2 or pts.shape[1] != want:
+            raise ValueError(f"points must have shape [N, {want}] ({', '.join(self.coords)}), got "
+                             f"{pts.shape}")
+        return pts, sd
+
     def evaluate(self, points, fields=None) -> dict[str, np.ndarray]:
         """Values at ``points[N, d]`` (``d`` spatial coordinates, then time for evolution).
 
@@ -186,12 +197,7 @@ class FEMSolution:
         cell centres, then barycentric tests); evolution problems interpolate
         linearly between stored steps.
         """
-        pts = np.asarray(points, dtype=np.float64)
-        sd = self.mesh.p.shape[0]
-        want = sd + (1 if self.is_evolution else 0)
-        if pts.ndim != 2 or pts.shape[1] != want:
-            raise ValueError(f"points must have shape [N, {want}] ({', '.join(self.coords)}), got "
-                             f"{pts.shape}")
+        pts, sd = self._points(points)
         names = self.fields if fields is None else tuple(
             f.name if isinstance(f, E.Field) else f for f in fields)
         if self._locator is None:
@@ -225,12 +231,7 @@ class FEMSolution:
         takes them): ``[N, space dim]``, the derivative of the element's polynomial in the
         cell holding each point (discontinuous across cells; evolution problems interpolate
         linearly between stored steps)."""
-        pts = np.asarray(points, dtype=np.float64)
-        sd = self.mesh.p.shape[0]
-        want = sd + (1 if self.is_evolution else 0)
-        if pts.ndim != 2 or pts.shape[1] != want:
-            raise ValueError(f"points must have shape [N, {want}] ({', '.join(self.coords)}), got "
-                             f"{pts.shape}")
+        pts, sd = self._points(points)
         name = field.name if isinstance(field, E.Field) else field
         if name not in self._elements:
             raise ValueError(f"field {name!r}: this solution's fields are "
