@@ -568,7 +568,13 @@ def _why(res: dict) -> list[str]:
             f"moved, not rebuilt; pinn.fem's cheapest level takes {1e3 * fastest:.3g} ms, its "
             "fixed cost per solve: translating the equations, assembling, selecting the "
             f"boundary facets); the batched PINN takes {1e3 * q['pinn_seconds']:.3g} ms per "
-            f"query for {res['pinn_timing']['points']} points.")
+            f"query for {res['pinn_timing']['points']} points. A 1000x speed-up would need FEM "
+            f"queries of {1000 * q['pinn_seconds']:.3g} s at the PINN's accuracy (a problem of "
+            "~1e5-1e6 unknowns per solve: 3-D, time-dependent or nonlinear) or a network "
+            f"query {1000 * q['pinn_seconds'] / lv['median_seconds']:.3g}x cheaper than this "
+            "one on these 2 cores (an accelerator, fewer points per query); a more accurate "
+            "network does not help by itself: FEM's matched level grows slowly with the "
+            f"accuracy asked ({_fem_growth(res['fem']['levels'], lv)}).")
     if lv and q and not by["break_even"]["met"]:
         lines.append(
             f"Break-even: the training ({t_train:.3g} s) costs as much as "
@@ -590,6 +596,17 @@ def _why(res: dict) -> list[str]:
             f"{d['pinn']['check_seconds']:.3g} s). Training pays off over many designs: "
             + _designs_break_even(d, t_train) + ".")
     return lines
+
+
+def _fem_growth(levels: list, used: dict) -> str:
+    """How FEM's cost grows with its accuracy past the matched level: the most accurate
+    level studied against the matched one."""
+    best = min(levels, key=lambda v: v["median_error"])
+    if best["median_error"] >= used["median_error"]:
+        return "no studied level is more accurate than the matched one"
+    return (f"{best['element']} on {best['cells']} cells is "
+            f"{used['median_error'] / best['median_error']:.3g}x as accurate for "
+            f"{best['median_seconds'] / used['median_seconds']:.3g}x the time")
 
 
 def _designs_break_even(d: dict, t_train: float) -> str:
