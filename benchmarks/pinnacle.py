@@ -148,8 +148,13 @@ WHY_MISSED = {
                     "which a smooth network of the pointwise a laplacian(u) + f cannot "
                     "follow: the same file with its equation divided by a, scored against "
                     "the FEM solution of that pointwise form (du/dn continuous), reached "
-                    "1.98e-2 in 47 s (fd53d8a). Domain decomposition with flux conditions "
-                    "on the edges is not built",
+                    "1.98e-2 in 47 s (fd53d8a); the two forms' FEM solutions are 1.47 "
+                    "apart. A prototype (not built into pinn) of the divergence form: "
+                    "|x - edge| and |y - edge| inputs (kinks the network can use along "
+                    "the 8 interior edges) and the jump of a du/dn across them as a loss "
+                    "term, the file's recipe: 0.68 in 69 s, 0.70 with 17000 steps in 400 "
+                    "s (2026-12-05, load ~2): it finds each block's shape but not the "
+                    "level of the plateau of high-a blocks that the flux balance sets",
     "heat2d_lt": "every PINNacle method fails too. The plan does not march it (its "
                  "horizon asks for 33 windows, more than 10); marched in 10 anyway "
                  "(9a3d09f, which capped the count) it ended at loss 7.5e-10 and 0.998: "
