@@ -182,7 +182,13 @@ WHY_MISSED = {
     "gs": "the same file ended at 7.46e-2 (65143d9, 5600 steps) and 8.33e-2 (3421031, 9200 "
           "steps) under SSBroyden updates that differ only in rounding, on either side of "
           "PINNacle's best (7.99e-2)",
-    "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails too",
+    "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails "
+          "too. Its start's modes move at 5.8 per unit time, but a small perturbation grows "
+          "at up to b^2/4g = 25 (the mode cos(11 x)); read so (55e5c13, reverted), the plan "
+          "marched it in 2 windows and it ended at 3.53 (10000 steps, 339 s, 2026-12-05, "
+          "idle): the second window starts from the first's error, grown ~e^12, and a wrong "
+          "chaotic field scores worse than none. The first 0.4 time units hold only 19 % "
+          "of the reference's squared norm",
     "burgers2d_c": "scored against stand-in initial data (PINNacle's is not public)",
     "heat2d_vc": "the error moves with each redraw of the points, between 5.7e-2 and 7.4e-2 "
                  "over one run's last 2000 steps (0239866, evaluated every 500): this row ended at "

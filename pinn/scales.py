@@ -14,11 +14,7 @@ values, and how fast an evolution moves against its time span.
   their initial values, held still in time, is what the time derivatives must balance:
   ``rate = (rms(residual) / rms(initial value)) ^ (1 / order in time)`` (a heat equation
   ``u_t = a u_xx`` from ``sin(k x)``: ``a k²``; a wave ``u_tt = c² u_xx``: ``c k``), and
-  a time-dependent source's or boundary value's frequency in ``t``; and the fastest linear
-  growth of a small perturbation of zero (:func:`_growth`: Kuramoto-Sivashinsky's
-  anti-diffusion, a linear reaction), which the start's own modes may not show (KS from
-  ``cos(x)(1 + sin(x))``: 5.8 per unit time at the start, 25 at its fastest mode); the
-  largest.
+  a time-dependent source's or boundary value's frequency in ``t``; the largest.
 - **horizon**: the time span times that rate (radians of an oscillation, or e-folds of a
   decay or growth, the evolution goes through).
 
@@ -163,70 +159,6 @@ def _rate(problem, pts: np.ndarray) -> tuple[float | None, str]:
     return best, why
 
 
-#: The wavenumbers (in whole periods over the domain's width along a coordinate) at which
-#: :func:`_growth` evaluates an equation's linear growth: the constant mode, then roughly
-#: geometric up to 64 periods (what a network of the default size resolves).
-GROWTH_MODES = (0, 1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64)
-
-
-def _growth(problem, pts: np.ndarray) -> tuple[float | None, str]:
-    """The fastest growth of a small perturbation of zero, per unit time: for each equation
-    first order in time in one field, that field set to ``eps cos(k x)`` (the others zero)
-    and held still, ``L cos = A cos + B sin`` (least squares), ``lambda(k) = -A / c_t``, ``L`` the
-    rest of the equation (its source removed), ``c_t`` the coefficient of the time
-    derivative; the largest positive ``lambda`` over :data:`GROWTH_MODES` along each
-    spatial coordinate. An anti-diffusion held by a fourth-order term (Kuramoto-
-    Sivashinsky: ``u_t + b u_xx + g u_xxxx``, ``lambda = b k^2 - g k^4``, at most
-    ``b^2 / 4 g``) or a linear reaction (``u_t = D u_xx + r u``: ``r``) grows; diffusion,
-    advection and dispersion do not. ``(None, "")`` when nothing grows (by more than
-    1e-3 e-folds over the time span)."""
-    t = problem.time_coord
-    span = float(problem.time.t1 - problem.time.t0)
-    eps = 1e-6
-    best, why = None, ""
-    for name, eq in problem.equations.items():
-        if _time_order(problem, eq) != 1:
-            continue
-        base = _eval(problem, _zeroed(problem, eq), pts)
-        for f in K.fields_of(problem.expand(eq)):
-            r_const = _eval(problem, _zeroed(problem, eq, {f: E.Number(eps)}), pts) - base
-            r_time = _eval(problem, _zeroed(problem, eq, {f: _mul(eps, t)}), pts) - base
-            c_t = float(np.mean((r_time - pts[:, problem.coords.index(t)] * r_const) / eps))
-            if not math.isfinite(c_t) or abs(c_t) < 1e-12:
-                continue  # the time derivative is not of this field
-            for i, c in enumerate(problem.spatial):
-                col = pts[:, problem.coords.index(c)]
-                lo, width = float(col.min()), float(col.max() - col.min())
-                if width <= 0:
-                    continue
-                for j in GROWTH_MODES if i == 0 else GROWTH_MODES[1:]:
-                    k = 2 * math.pi * j / width
-                    wave = E.Call("cos", (_mul(k, _sub(c, lo)),))
-                    r = _eval(problem, _zeroed(problem, eq, {f: _mul(eps, wave)}),
-                              pts) - base
-                    ok = np.isfinite(r)
-                    if ok.sum() < 3:
-                        continue
-                    # r = A cos + B sin (B: advection, dispersion), by least squares
-                    basis = [np.cos(k * (col - lo))] + ([np.sin(k * (col - lo))] if j else [])
-                    coef = np.linalg.lstsq(np.stack(basis, 1)[ok], r[ok], rcond=None)[0]
-                    rate = -float(coef[0]) / (eps * c_t)
-                    if math.isfinite(rate) and rate * span > 1e-3 and (best is None
-                                                                   or rate > best):
-                        best = rate
-                        why = (f"{name}'s linear growth" + (f" ({f.name} uniform)" if j == 0
-                               else f" ({f.name} ~ cos({k:.3g} {c.name}))"))
-    return best, why
-
-
-def _mul(a, b) -> E.Expr:
-    return K.mul(E.as_expr(a), E.as_expr(b))
-
-
-def _sub(a, b) -> E.Expr:
-    return K.sub(E.as_expr(a), E.as_expr(b))
-
-
 def problem_scales(problem, n: int = 512, seed: int = 0) -> Scales:
     """The :class:`Scales` of ``problem`` (``n`` seeded interior points)."""
     pts = np.asarray(ProblemPoints(problem).interior(jax.random.PRNGKey(seed), n),
@@ -239,9 +171,6 @@ def problem_scales(problem, n: int = 512, seed: int = 0) -> Scales:
     if problem.time is None:
         return Scales({c: v for c, v in freq.items()})
     rate, why = _rate(problem, pts)
-    growth, grew = _growth(problem, pts)
-    if growth is not None and (rate is None or growth > rate):
-        rate, why = growth, grew
     t = problem.time_coord.name
     half = (problem.time.t1 - problem.time.t0) / 2
     if t in freq and (rate is None or freq[t][0] / half > rate):

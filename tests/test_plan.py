@@ -350,68 +350,6 @@ conditions:
     assert s.frequency["x"][0] == pytest.approx(np.pi / 2, rel=0.05)  # sin(pi x), half 0.5
 
 
-@pytest.mark.parametrize("eq,rate,mode", [
-    # Kuramoto-Sivashinsky: lambda(k) = b k^2 - g k^4, at most b^2/(4 g) = 25 at k = 11.3
-    # (the nearest mode studied, k = 11: 24.95); the start's own rate is far slower
-    ("u_t + 6.25*u*u_x + 0.390625*u_xx + 0.00152587890625*D(u, x, 4)", 24.951, "cos(11 x)"),
-    # a linear reaction grows at its rate whatever the diffusion: the uniform mode
-    ("u_t - 0.01*u_xx - 7*u + 7*u^3", 7.0, "uniform"),
-])
-def test_a_linear_instability_sets_the_rate(tmp_path, eq, rate, mode):
-    """A perturbation of zero that grows (anti-diffusion held by a fourth-order term, a
-    reaction) sets the rate, not the start's slow modes: on [0, 2 pi], t in [0, 1]."""
-    from pinn.scales import problem_scales
-
-    problem = _problem(tmp_path, f"""\
-fields: [u]
-domain: {{interval: [0, "2*pi"], time: [0, 1]}}
-equations: {{evolution: "{eq}"}}
-conditions:
-  seam: {{periodic: [left, right]}}
-  start: {{initial: {{u: "cos(x)*(1 + sin(x))"}}}}
-""")
-    s = problem_scales(problem)
-    assert s.rate == pytest.approx(rate, rel=1e-3), s
-    assert s.horizon == pytest.approx(rate, rel=1e-3)
-    assert s.rate_from.startswith("evolution's linear growth") and mode.split()[0] in s.rate_from
-
-
-@pytest.mark.parametrize("eq", ["u_t + 80*u_x", "u_t + u*u_x + 0.0025*D(u, x, 3)",
-                                "u_t - 0.5*u_xx + 2*u"])
-def test_advection_dispersion_and_decay_do_not_grow(tmp_path, eq):
-    """Odd derivatives move a wave without growing it (exactly: the sine part of L cos is
-    fitted apart); diffusion and a decaying reaction shrink it: the rate stays the
-    start's."""
-    from pinn.scales import _growth, problem_scales
-
-    problem = _problem(tmp_path, f"""\
-fields: [u]
-domain: {{interval: [0, 1], time: [0, 1]}}
-equations: {{evolution: "{eq}"}}
-conditions:
-  seam: {{periodic: [left, right]}}
-  start: {{initial: {{u: "sin(2*pi*x)"}}}}
-""")
-    pts = np.asarray(pinn.points.ProblemPoints(problem).interior(KEY, 512), np.float64)
-    assert _growth(problem, pts) == (None, "")
-    assert problem_scales(problem).rate_from == "evolution at the initial values"
-
-
-def test_kuramoto_sivashinskys_growth_marches_it(tmp_path):
-    """PINNacle's KS (t in [0, 1]): a horizon of 25 e-folds asks for two windows."""
-    problem = _problem(tmp_path, """\
-fields: [u]
-domain: {interval: [0, "2*pi"], time: [0, 1]}
-equations: {ks: "u_t + 6.25*u*u_x + 0.390625*u_xx + 0.00152587890625*D(u, x, 4)"}
-conditions:
-  seam: {periodic: [left, right]}
-  start: {initial: {u: "cos(x)*(1 + sin(x))"}}
-""")
-    plan = make_plan(problem)
-    assert plan.training.windows == 2
-    assert "linear growth" in next(c.why for c in plan.choices if c.what == "windows")
-
-
 SOURCE_20PI = """\
 fields: [u]
 params: {k: 62.83185307179586}
