@@ -555,15 +555,31 @@ def _balance(problem, kept: tuple[str, ...] = (), n: int = 2048,
     fits their noise instead. Measured (PINNacle's inverse problems, N(0, 0.1) noise,
     Adam 2000 then SSBroyden to step 2500): HInv (``S / D`` 1500) u, a errors 2.1, 2.7 at
     weight 1, 0.11, 0.10 at 40 (after Adam alone), 5.8e-2, 6.1e-2 at 1000; PInv (``S / D``
-    74) 1.2e-2, 1.9e-2 at 1, 1.8e-2, 4.2e-2 at 8.6, 2.2e-2, 8.2e-2 at 80."""
+    74) 1.2e-2, 1.9e-2 at 1, 1.8e-2, 4.2e-2 at 8.6, 2.2e-2, 8.2e-2 at 80.
+
+    The same for a Dirichlet condition (weight 1, soft) on a field no data condition
+    observes, ``D`` its values' mean square on its boundary: the unobserved coefficient's
+    boundary values are all that anchors it (its equation, given the observed field, is a
+    transport along that field's gradient, fixed by those values), so they must weigh as
+    the data do. Measured (HInv, user file, the default recipe, 2026-12-05): a's boundary
+    values at weight 1 (the data at 39): u, a errors 7.9e-2, 2.15 (506 s); at 39: 5.4e-2,
+    3.9e-2 (356 s, beside another run)."""
     from pinn.points import ProblemPoints
     from pinn.scales import _eval, _zeroed
 
     data = {n_: c for n_, c in problem.conditions.items()
             if isinstance(c, C.Data) and c.weight == 1.0 and n_ not in kept}
-    if not data or not problem.equations or not inverse(problem):
+    if not problem.equations or not inverse(problem):
         return problem, []
-    pts = np.asarray(ProblemPoints(problem).interior(jax.random.PRNGKey(seed), n), np.float64)
+    observed = {f for c in problem.conditions.values() if isinstance(c, C.Data)
+                for f in c.fields_used()}
+    anchors = {n_: c for n_, c in problem.conditions.items()
+               if type(c) is C.Dirichlet and c.weight == 1.0 and not c.hard
+               and n_ not in kept and observed and not set(c.fields_used()) & observed}
+    if not data and not anchors:
+        return problem, []
+    draw = ProblemPoints(problem)
+    pts = np.asarray(draw.interior(jax.random.PRNGKey(seed), n), np.float64)
     source = 0.0
     for eq in problem.equations.values():
         v = _eval(problem, _zeroed(problem, eq), pts)
@@ -571,20 +587,33 @@ def _balance(problem, kept: tuple[str, ...] = (), n: int = 2048,
         if v.size:
             source = max(source, float(np.mean(v * v)))
     conditions, chosen, sizes = dict(problem.conditions), {}, {}
-    for name, c in data.items():
-        vals = np.concatenate([np.asarray(v, np.float64) for _, v in c.values])
+
+    def weigh(name, c, vals):
+        vals = vals[np.isfinite(vals)]
         size = float(np.mean(vals * vals)) if vals.size else 0.0
         ratio = source / size if size > 0 else math.inf
         if not math.isfinite(ratio) or ratio < 4:
-            continue
+            return
         w = float(f"{math.sqrt(ratio):.2g}")
         conditions[name] = type(c).from_data({**c.to_data(), "weight": w})
         chosen[name], sizes[name] = w, size
+
+    for name, c in data.items():
+        weigh(name, c, np.concatenate([np.asarray(v, np.float64).reshape(-1)
+                                       for _, v in c.values]))
+    for k, (name, c) in enumerate(anchors.items()):
+        at = np.asarray(draw.boundary(jax.random.fold_in(jax.random.PRNGKey(seed), k + 1), 512,
+                                      c.on)[0],
+                        np.float64)
+        weigh(name, c, np.concatenate([_eval(problem, v, at) for _, v in c.values]))
     if not chosen:
         return problem, []
+    what = " and ".join(w for w, names in (("data", data), ("the unobserved fields' "
+                                                             "boundary values", anchors))
+                        if set(names) & set(chosen))
     return replace(problem, conditions=conditions), [Choice(
-        "balance", chosen, f"an inverse problem: data weighted by the square root of the "
-        f"sources' mean square, {source:.3g}, over the data's ("
+        "balance", chosen, f"an inverse problem: {what} weighted by the square root of the "
+        f"sources' mean square, {source:.3g}, over their own ("
         + ", ".join(f"{n_} {sizes[n_]:.3g}" for n_ in chosen) + ")")]
 
 
