@@ -123,25 +123,19 @@ HARD_GOOD = 0.2     # on the four hard problems: L2RE at most this
 #: What is known of why a user file misses a mark (the report says "not analysed" where a
 #: problem has no entry). Facts measured or read from the files, not guesses.
 WHY_MISSED = {
-    "hinv": "an inverse problem with a coefficient field, a(x, y) its own sub-network, "
-            "whose result hangs on rounding: with the plan's data balance (weight 39) it "
-            "ended at 1.45e-1 (36601ce, cut by the time limit at step 3600), 5.35e-2 "
-            "(65143d9, an SSBroyden update differing only in rounding and speed) and this "
-            "(the current update); without the balance 194 (3421031, 7300 steps) and 46 "
-            "(earlier); weight 1000 reached 5.8e-2 after Adam alone, but that weight makes "
-            "PInv worse (docs/yaml.md, the plan's balance)",
-    "pinv": "with the plan's held-out observations (e3ea6ab: the run keeps the step of "
-            "lowest held-out misfit) 1.95e-2, measured beside the slow test suite and two "
-            "helpers (load 5.4); before, the plan's data balance (weight 8.6 from the "
-            "source's and data's sizes) makes "
-            "it worse: 4.75e-2 without it, 1.22e-1 with it (both at 3421031, the first with "
-            "plan: {balance: false} added); the balance stays on for HInv, which it takes "
-            "from 194 to 3.64. The data's noise (N(0, 0.1)) is fitted the more the heavier "
-            "the data weigh (u, a at step 2500: 1.2e-2, 1.9e-2 at weight 1; 2.2e-2, 8.2e-2 "
-            "at 80) and the longer it trains: a's error was 5.6e-2 at the end of Adam and "
-            "1.6e-1 to 1.8e-1 after SSBroyden (fd53d8a, with or without one sub-network per "
-            "field) while the data's loss fell 6 %; held-out data as the stop criterion is "
-            "not built",
+    "hinv": "an inverse problem with a coefficient field, a(x, y) its own sub-network. a "
+            "is fixed by its boundary values (given u, its equation is a transport along "
+            "grad u): with those at weight 1 against the data's 39 it ended at 3.64 (a "
+            "2.15-3.69) in earlier rows; the plan now weighs them as it weighs the data "
+            "(a_walls 6.7, this row, 2.84e-2). Earlier, with the data weight alone, the "
+            "result hung on rounding (1.45e-1, 5.35e-2, 3.64 at three SSBroyden updates). "
+            "PINNacle's vPINN (1.19e-2) stays below",
+    "pinv": "the plan's held-out observations keep the step of lowest held-out misfit "
+            "(here step 2100 of 5000) and its balance weighs a's boundary values (11) as "
+            "it weighs the data (8.6): 1.34e-2 (u 9.9e-3, a 1.7e-2). Before: 1.95e-2 with "
+            "the holdout alone (e3ea6ab, load 5.4); 4.75e-2 without the data balance, "
+            "1.22e-1 with it (3421031). The data's noise (N(0, 0.1)) is fitted the more the "
+            "heavier the data weigh and the longer it trains",
     "poisson2d_ms": "a coefficient constant on each of 5 x 5 blocks, jumping between "
                     "them, on [-10, 10]^2; the reference solves the divergence form (the "
                     "flux a du/dn continuous across the blocks' edges, so du/dn jumps), "

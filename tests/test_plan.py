@@ -490,6 +490,33 @@ def test_an_inverse_problem_weights_its_data_against_the_source(tmp_path):
     assert built.problem.conditions["observed"].weight == 1.0  # the file's problem is kept
 
 
+ANCHOR = '  a_ends: {dirichlet: {a: "2 + x"}, on: boundary, hard: false}\n'
+
+
+def test_an_unobserved_coefficients_boundary_values_weigh_as_the_data(tmp_path):
+    """The same with a's values given at the ends (2 and 3, soft): u is observed, a is not,
+    so a's boundary values are weighted like the data, by sqrt(5000 / their mean square,
+    6.5); u's own boundary values (an observed field) keep weight 1."""
+    _inverse(tmp_path)  # writes obs.csv
+    built = _load(tmp_path, INVERSE.format(fields="[u, a]", pde="-div(a*grad(u)) - "
+                                           "100*sin(pi*x)", weight="") + ANCHOR, "a.yaml")
+    plan = built.plan()
+    (made,) = [c for c in plan.choices if c.what == "balance"]
+    assert made.value["a_ends"] == pytest.approx(np.sqrt(5000.0 / 6.5), rel=0.1)
+    assert plan.problem.conditions["a_ends"].weight == made.value["a_ends"]
+    assert "ends" not in made.value and plan.problem.conditions["ends"].weight == 1.0
+    assert "boundary values" in made.why
+    # a weight the file gives, a built-in condition, or no data at all: left alone
+    own = _load(tmp_path, INVERSE.format(fields="[u, a]", pde="-div(a*grad(u)) - "
+                                         "100*sin(pi*x)", weight="") +
+                ANCHOR.replace("hard: false", "hard: false, weight: 1"), "own.yaml")
+    assert "a_ends" not in next(c for c in own.plan().choices if c.what == "balance").value
+    hard = _load(tmp_path, INVERSE.format(fields="[u, a]", pde="-div(a*grad(u)) - "
+                                          "100*sin(pi*x)", weight="") +
+                 ANCHOR.replace("hard: false", "hard: true"), "hard.yaml")
+    assert "a_ends" not in next(c for c in hard.plan().choices if c.what == "balance").value
+
+
 def test_no_balance_where_the_problem_is_forward_the_weight_given_or_turned_off(tmp_path):
     def balanced(**kw):
         return [c for c in _inverse(tmp_path, **kw).plan().choices if c.what == "balance"]
