@@ -602,9 +602,8 @@ def _balance(problem, kept: tuple[str, ...] = (), n: int = 2048,
         weigh(name, c, np.concatenate([np.asarray(v, np.float64).reshape(-1)
                                        for _, v in c.values]))
     for k, (name, c) in enumerate(anchors.items()):
-        at = np.asarray(draw.boundary(jax.random.fold_in(jax.random.PRNGKey(seed), k + 1), 512,
-                                      c.on)[0],
-                        np.float64)
+        key = jax.random.fold_in(jax.random.PRNGKey(seed), k + 1)
+        at = np.asarray(draw.boundary(key, 512, c.on)[0], np.float64)
         weigh(name, c, np.concatenate([_eval(problem, v, at) for _, v in c.values]))
     if not chosen:
         return problem, []
