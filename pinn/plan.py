@@ -218,7 +218,10 @@ def _hard(problem, allowed: bool) -> tuple[Any, list[Choice]]:
     for name, c in problem.conditions.items():
         if not isinstance(c, C.Initial) or c.hard is not None:
             continue
-        if not c.rates or not allowed:  # a first-order start stays a loss term
+        # a first-order start stays a loss term: built in (u = u0 + (t - t0) N / span) it
+        # cannot follow a start that disagrees with the boundary data (u ~ sqrt(t) there):
+        # PINNacle's Heat 2d-CG, user file, 5.62e-2 soft, 0.151 built in (2026-12-05)
+        if not c.rates or not allowed:
             conditions[name] = c.with_hard(False)
             continue
         why = _why_not_hard_start(replace(problem, conditions=conditions), name,
