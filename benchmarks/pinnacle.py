@@ -207,7 +207,9 @@ WHY_MISSED = {
                  "disagree there: u grows like sqrt(t) at a hole's wall), then 11 %, 9 %, 6 "
                  "% at t = 0.3, 0.6, 0.9; from t = 1.5 on each slice is within 3.7e-2. The "
                  "start built in (u = t N / 3, conditions.start.hard=true) is far worse, "
-                 "0.151 (0.73 at t = 0.3): t N cannot follow sqrt(t)",
+                 "0.151 (0.73 at t = 0.3): t N cannot follow sqrt(t); the soft start "
+                 "weighted 10, 0.246 (t = 0: 35 of the square, t = 0.3: 1.22 off): held "
+                 "cold, the field lags the walls' heat",
 }
 
 
