@@ -32,8 +32,8 @@ __version__ = "0.1.0"
 # work as before. name -> (module, attribute in it)
 _EXPORTS = {
     **{n: ("pinn.conditions", n) for n in (
-        "Constraint", "Data", "Dirichlet", "Initial", "LossTerm", "Neumann", "Periodic",
-        "Robin")},
+        "Constraint", "Data", "Dirichlet", "Energy", "Initial", "LossTerm", "Neumann",
+        "Periodic", "Robin")},
     **{n: ("pinn.dsl", n) for n in (
         "D", "ParseError", "arccos", "arcsin", "arctan", "coords", "cos", "cosh", "div", "dot",
         "e", "eq", "exp", "field", "fields", "grad", "heaviside", "laplacian", "log",
@@ -88,8 +88,8 @@ __all__ = [
     "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "arctan",
     "arcsin", "arccos", "sign", "heaviside", "where", "minimum", "maximum", "eq", "pi", "e",
     "piecewise", "cells", "coefficient", "parse", "ParseError",
-    "Dirichlet", "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Data", "LossTerm",
-    "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
+    "Dirichlet", "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Energy", "Data",
+    "LossTerm", "Interval", "Rectangle", "Box", "Disk", "Ball", "Ellipse", "Triangle", "Polygon",
     "TimeInterval", "Uniform", "Sobol", "Halton", "LatinHypercube", "Grid", "RAD",
     "MLP", "ModifiedMLP", "PirateNet", "Fourier", "RWF",
     "Adam", "AdamW", "LBFGS", "SSBroyden", "SSBFGS", "SOAP", "LevenbergMarquardt",

@@ -41,10 +41,12 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from pinn.data import register
+from pinn.dsl import calculus
 from pinn.dsl import expr as E
 
 __all__ = ["Condition", "Residuals", "HardOutput", "Window", "normal_symbols", "Dirichlet",
-           "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Data", "LossTerm"]
+           "Neumann", "Robin", "Periodic", "Initial", "Constraint", "Energy", "Data",
+           "LossTerm"]
 
 Where = str | tuple | E.Expr
 
@@ -115,7 +117,6 @@ def check_hard_subset(problem, name: str, h) -> None:
     """A hard condition on a field declared on a subset of the coordinates must not bring
     in the others (the constraint multiplies the network by a distance and adds a value):
     ValueError naming the fix otherwise."""
-    from pinn.dsl import calculus
 
     f = next(g for g in problem.fields if g == h.field)
     if f.coords is None:
@@ -604,6 +605,58 @@ class Constraint(Condition):
 
     def to_data(self):
         return {"expr": self.expr, "on": self.on, "weight": self.weight}
+
+
+@register("condition")
+@dataclass(frozen=True)
+class Energy(Condition):
+    """A variational term: ``measure`` times the mean over ``on`` of an energy ``density``
+    (an expression of the coordinates, the fields and their first derivatives), minimised
+    as it is, not squared: its first variation is the weak form of an equation, whose flux
+    is continuous across a coefficient's jumps where a squared pointwise residual says
+    nothing there. ``kinks``: expressions ``phi`` of the coordinates whose zero sets are
+    those jumps; ``|phi|`` (scaled to at most 1 on the domain's box) are extra inputs of the
+    network, so that its gradient may jump there. The plan adds these terms
+    (:func:`pinn.plan._energy`); a loss holding one is bounded below by its minimum, not by
+    zero."""
+
+    density: E.Expr
+    on: Where = "interior"
+    measure: float = 1.0
+    kinks: tuple[E.Expr, ...] = ()
+    weight: float = 1.0
+
+    def __init__(self, density, *, on: Where = "interior", measure: float = 1.0,
+                 kinks: Sequence = (), weight: float = 1.0):
+        measure = float(measure)
+        if not np.isfinite(measure) or measure <= 0:
+            raise ValueError(f"Energy: the measure must be a positive number, got {measure!r}")
+        _set(self, density=E.as_expr(density), on=_where(on), measure=measure,
+             kinks=tuple(E.as_expr(k) for k in kinks), weight=float(weight))
+
+    def expressions(self):
+        return (self.density, *self.kinks, *_predicate(self.on))
+
+    def fields_used(self):
+        return calculus.fields_of(self.density)
+
+    def validate(self, problem, name):
+        orders = calculus.derivative_orders(self.density)
+        high = [f.name for f, k in orders.items() if k > 1]
+        if high:
+            raise ValueError(f"conditions.{name}: an energy density takes the fields and their "
+                             f"first derivatives only; {', '.join(high)} has higher ones")
+        for k in self.kinks:
+            if calculus.fields_of(k):
+                raise ValueError(f"conditions.{name}: a kink ({k}) is an expression of the "
+                                 "coordinates, not of the fields")
+
+    def residuals(self, problem, name):
+        return Residuals({"0": self.density}, self.on)
+
+    def to_data(self):
+        return {"density": self.density, "on": self.on, "measure": self.measure,
+                "kinks": list(self.kinks), "weight": self.weight}
 
 
 @register("condition")

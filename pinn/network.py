@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pinn import conditions as C
 from pinn import marching
@@ -24,7 +25,7 @@ from pinn.dsl import expr as E
 from pinn.dsl.evaluate import evaluate_on_points
 
 __all__ = ["build_network", "hard_transforms", "check_hard", "periodic_embedding",
-           "field_apply", "namespace_of"]
+           "kink_inputs", "field_apply", "namespace_of"]
 
 
 def build_network(problem, model, seed: int):
@@ -43,14 +44,26 @@ def build_network(problem, model, seed: int):
     periodic = periodic_embedding(problem) or None
     # the inputs: the coordinates, then a parametric problem's ranged parameters
     d_in, d_out = len(problem.inputs), len(problem.fields)
+    kinks = kink_inputs(problem)
     if isinstance(model, ModelSpec):
         # a field on a subset of the coordinates: its own sub-network of those inputs
         subset = any(f.coords is not None for f in problem.fields)
         kw = {"inputs": problem.field_inputs} if subset else {}
-        module = model.build(d_in, d_out, key=key, bounds=problem.input_box,
+        if kinks and subset:
+            raise ValueError("kinks (an energy term's, pinn.Energy) and fields on a subset of "
+                             "the coordinates cannot be combined yet; declare the fields on "
+                             "all coordinates or drop the kinks")
+        lo, hi = problem.input_box
+        bounds = (tuple(lo) + (0.0,) * len(kinks), tuple(hi) + (1.0,) * len(kinks))
+        module = model.build(d_in + len(kinks), d_out, key=key, bounds=bounds,
                              periodic=periodic, **kw)
-        return _scaled(*split(module), model.output_scale, problem)
+        apply, params = split(module)
+        return _scaled(_kinked(apply, problem, kinks), params, model.output_scale, problem)
     module = user_module(model, key)
+    if kinks:
+        raise ValueError(f"kinks (an energy term's, pinn.Energy) are extra inputs that only "
+                         f"pinn's network specs build in; with your own {type(module).__name__} "
+                         "use a spec such as pinn.MLP(...), or plan: {energy: false}")
     subset = [f"{f.name}({', '.join(f.coords)})" for f in problem.fields if f.coords]
     if subset:
         raise ValueError(
@@ -66,6 +79,45 @@ def build_network(problem, model, seed: int):
             "soft (hard=False) or use a spec such as pinn.MLP(...)")
     return split_user(module, d_in, d_out, jnp.zeros(()).dtype,
                       ", ".join(c.name for c in problem.inputs))
+
+
+def kink_inputs(problem) -> tuple:
+    """The kinks of the problem's energy terms (:class:`pinn.conditions.Energy`): surfaces
+    ``phi = 0`` across which the network's gradient may jump, once each."""
+    out: list = []
+    for c in problem.conditions.values():
+        for k in getattr(c, "kinks", ()):
+            if k not in out:
+                out.append(k)
+    return tuple(out)
+
+
+def _kinked(apply, problem, kinks):
+    """``apply`` of the inputs followed by ``|phi_k(x)| / s_k`` for each kink (``s_k``: the
+    largest ``|phi_k|`` on a grid over the input box, so that each extra input lies in
+    [0, 1]): a tanh network of them can bend sharply across ``phi_k = 0``."""
+    if not kinks:
+        return apply
+    fns = [value_fn(problem, k) for k in kinks]
+    lo, hi = (np.asarray(v, dtype=np.float64) for v in problem.input_box)
+    d = len(lo)
+    if d <= 3:
+        axes = [np.linspace(a, b, 17) for a, b in zip(lo, hi, strict=True)]
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, d)
+    else:
+        grid = lo + (hi - lo) * np.random.default_rng(0).random((4096, d))
+    sizes = []
+    for k, f in zip(kinks, fns, strict=True):
+        top = float(np.max(np.abs(np.asarray(f(jnp.asarray(grid))))))
+        if not np.isfinite(top) or top <= 0:
+            raise ValueError(f"kink {k}: |{k}| is not positive anywhere on the domain's box")
+        sizes.append(top)
+
+    def kinked(p, x):
+        extra = [jnp.abs(f(x)) / s for f, s in zip(fns, sizes, strict=True)]
+        return apply(p, jnp.concatenate([x, jnp.stack(extra, -1).astype(x.dtype)], -1))
+
+    return kinked
 
 
 def _scaled(apply, params, scale, problem):

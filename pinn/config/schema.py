@@ -1011,7 +1011,9 @@ class PlanSpec(Strict):
     problems nobody tuned); ``balance`` (in an inverse problem, weight each data condition
     to start the size of the physics, where its ``weight`` is not given); ``holdout`` (in
     an inverse problem, hold a tenth of each data condition of 200 rows or more out of
-    training and keep the parameters at which its misfit was lowest)."""
+    training and keep the parameters at which its misfit was lowest); ``energy`` (where a
+    steady equation's diffusion coefficient jumps in space, minimise its energy, the
+    divergence form's, beside the residual, with the network bending at the jumps)."""
 
     hard: Bool = True
     points: Bool = True
@@ -1020,6 +1022,7 @@ class PlanSpec(Strict):
     windows: Bool = True
     balance: Bool = True
     holdout: Bool = True
+    energy: Bool = True
 
 
 # ---------------------------------------------------------------------------

@@ -533,3 +533,36 @@ def derivative_order(e: E.Expr) -> int:
     elif isinstance(e, (E.Grad, E.Div_)):
         own = 1
     return own + max((derivative_order(k) for k in e.children()), default=0)
+
+
+def jumps_in_space(e: E.Expr, spatial: Sequence[E.Coord]) -> bool:
+    """Whether ``e`` may jump in space: a comparison of the coordinates inside it (``where``,
+    ``piecewise``, ``cells``) or a nearest-node table."""
+    for node in walk(e):
+        if isinstance(node, E.Compare) and any(isinstance(a, E.Coord) and a in spatial
+                                               for a in walk(node)):
+            return True
+        if isinstance(node, E.Tabulated) and getattr(node.table, "method", "") == "nearest":
+            return True
+    return False
+
+
+def jump_surfaces(e: E.Expr, spatial: Sequence[E.Coord]) -> tuple[E.Expr, ...] | None:
+    """The surfaces across which ``e`` may jump, each as the zero set of an expression
+    ``phi`` of the coordinates (``x < 2`` gives ``x - 2``; ``x^2 + y^2 <= 1`` gives
+    ``x^2 + y^2 - 1``), once each, in order of appearance; ``()`` where ``e`` does not jump;
+    ``None`` where it jumps where no comparison says (a nearest-node table) or a comparison
+    involves more than the coordinates and parameters (the fields)."""
+    out: list[E.Expr] = []
+    for node in walk(e):
+        if isinstance(node, E.Tabulated) and getattr(node.table, "method", "") == "nearest":
+            return None
+        if not isinstance(node, E.Compare) or not any(
+                isinstance(a, E.Coord) and a in spatial for a in walk(node)):
+            continue
+        if fields_of(node):
+            return None
+        phi = sub(node.left, node.right)
+        if phi not in out:
+            out.append(phi)
+    return tuple(out)

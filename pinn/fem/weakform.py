@@ -332,7 +332,7 @@ def _second_order_parts(problem, n: str, e: E.Expr):
                     "baseline handles equations linear in the second and time derivatives"
                 )
             i, j = spatial.index(wrt[0]), spatial.index(wrt[1])
-            if i == j and _jumps(c, spatial):
+            if i == j and calculus.jumps_in_space(c, spatial):
                 jumpy.setdefault(g, c)
             mat = coeffs.setdefault(g, [[E.Number(0)] * d for _ in range(d)])
             if i == j:
@@ -348,25 +348,14 @@ def _second_order_parts(problem, n: str, e: E.Expr):
             "baseline solves the divergence form, its flux (coefficient times normal "
             "derivative) continuous across the jumps, where a network of the pointwise "
             "equation keeps the normal derivative itself continuous: at the jumps the two "
-            "solve different problems", RuntimeWarning, stacklevel=2)
+            "solve different problems unless the PINN's plan minimises the energy (plan: "
+            "{energy: true}, where the problem is steady)", RuntimeWarning, stacklevel=2)
     return coeffs, masses, inertias
 
 
 def _short(c: E.Expr, n: int = 60) -> str:
     text = str(c)
     return text if len(text) <= n else text[:n] + " ..."
-
-
-def _jumps(c: E.Expr, spatial) -> bool:
-    """Whether the coefficient ``c`` may jump in space: a comparison of the coordinates
-    (``where``, ``piecewise``, ``cells``) or a nearest-node table inside it."""
-    for node in calculus.walk(c):
-        if isinstance(node, E.Compare) and any(isinstance(a, E.Coord) and a in spatial
-                                               for a in calculus.walk(node)):
-            return True
-        if isinstance(node, E.Tabulated) and getattr(node.table, "method", "") == "nearest":
-            return True
-    return False
 
 
 def _check_classes(problem, names, diffused_in, masses, inertias) -> None:

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from pinn.train.weighting import MULTIPLIERS, causal_weights
 
-__all__ = ["Loss", "Block", "Mean", "CausalMean", "PointwiseResiduals", "own_term"]
+__all__ = ["Loss", "Block", "Mean", "Average", "CausalMean", "PointwiseResiduals", "own_term"]
 
 
 def _mean_sq(r):
@@ -54,6 +54,25 @@ class Mean:
     def weights(self, r, x):
         """Per point: ``1 / r.size`` (``r``: the residual over the batch)."""
         return jnp.full((r.shape[0],), 1.0 / r.size, r.dtype)
+
+
+@dataclass(frozen=True)
+class Average:
+    """``measure`` times the plain mean of a value over its points: an integral (an energy,
+    :class:`pinn.conditions.Energy`), not a sum of squares, so that neither a residual vector
+    nor per-point weights exist (a Gauss-Newton stage cannot minimise it)."""
+
+    measure: float = 1.0
+
+    def scalar(self, r, x):
+        return self.measure * jnp.mean(r)
+
+    def vector(self, r, x):
+        raise ValueError("an energy term (pinn.Energy) is an integral, not a sum of squares: "
+                         "a Gauss-Newton or Levenberg-Marquardt stage cannot minimise it; use "
+                         "Adam, L-BFGS or SSBroyden (or plan: {energy: false})")
+
+    weights = vector
 
 
 @dataclass(frozen=True)
