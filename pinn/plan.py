@@ -478,9 +478,11 @@ def _energy(problem) -> tuple[Any, list[Choice]]:
     condition is not natural in the energy (a soft Dirichlet condition, data, a predicate
     region) or the energy has no minimum, the choice says why not.
 
-    Measured (PINNacle's Poisson 2d-MS as a user writes it, 5 x 5 blocks of a from 0.13 to
-    88, the default recipe): 1.22 without it (the pointwise form's solution, 1.47 from
-    the divergence form's), 6.9e-2 with it under a 60 s limit on 2 busy cores."""
+    Measured (the default recipe, 2 busy cores): PINNacle's Poisson 2d-MS as a user writes
+    it (5 x 5 blocks of a from 0.13 to 88), 1.22 without it (the pointwise form's
+    solution, 1.47 from the divergence form's), 9.46e-3 with it (600 s budget); a disk
+    inclusion (k 20 in a disk of radius 1/2, 1 outside, u = 0 on the square's walls),
+    0.349 without, 4.0e-3 with it (120 s each)."""
     from pinn.dsl import symbolic as S
     from pinn.qoi import region_quadrature
 

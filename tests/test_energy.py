@@ -88,6 +88,9 @@ def test_the_plan_minimises_the_energy_where_the_coefficient_jumps(tmp_path):
     assert len(conds["heat_energy"].kinks) == 1  # x = 0.5
     assert conds["ends_energy"].measure == pytest.approx(2.0)  # two end points, length 1
     assert plan.training.stop.residual is None and plan.training.stop.improvement is None
+    # written in divergence form, the same choice (the derivative of k is zero in each piece)
+    div = _load(tmp_path, TWO.replace("k*laplacian(u)", "div(k*grad(u))"))
+    assert [c.value for c in make_plan(div.problem).choices if c.what == "energy"] == [True]
     # a smooth coefficient: nothing to do; planning off: nothing either
     smooth = _load(tmp_path, TWO.replace("k*laplacian", "(1 + x)*laplacian"))
     assert not [c for c in make_plan(smooth.problem).choices if c.what == "energy"]
@@ -212,3 +215,25 @@ def test_a_gauss_newton_stage_refuses_an_energy_plainly(tmp_path):
                              points=pinn.Points(interior=32, boundary=2))
     with pytest.raises(ValueError, match="not a sum of squares"):
         pinn.solve(built.problem, None, training, progress=False)
+
+
+def test_the_loss_plot_shows_a_negative_energy(tmp_path, monkeypatch):
+    """An energy's loss goes below zero: the plot keeps it (a symmetric log scale), where a
+    log scale would clip it; an all-positive history keeps the log scale."""
+    from pinn.report import plots
+
+    seen = []
+    saved = plots.save_figure
+
+    def keep(fig, path):
+        seen.append(fig.axes[0].get_yscale())
+        return saved(fig, path)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    rows = [{"step": s, "loss": 1.0 - 0.01 * s, "loss.heat": 1.0 / (1 + s),
+             "loss.heat_energy": -0.01 * s} for s in range(0, 200, 10)]
+    assert plots.loss_figure(rows, tmp_path / "a.png") is not None
+    positive = [{"step": s, "loss": 1.0 / (1 + s)} for s in range(0, 200, 10)]
+    assert plots.loss_figure(positive, tmp_path / "b.png") is not None
+    assert seen == ["symlog", "log"]
+    assert (tmp_path / "a.png").stat().st_size > 1000

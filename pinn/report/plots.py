@@ -272,17 +272,26 @@ def loss_figure(history: Sequence[Mapping], path: str | os.PathLike) -> str | No
         return None
     plt = _plt()
     fig, ax = _subplots(plt, figsize=(7.5, 4.2))
+    # an energy term (pinn.Energy) may be negative: a symmetric log scale, linear near zero
+    signed = any(np.any(v < 0) for _, v in (*terms.values(), *total.values()))
     if "" in total:
         s, v = total[""]
-        ax.semilogy(s, np.maximum(v, 1e-300), color="black", lw=1.8, label="total (weighted)")
+        ax.plot(s, v if signed else np.maximum(v, 1e-300), color="black", lw=1.8,
+                label="total (weighted)")
     for name, (s, v) in terms.items():
-        ax.semilogy(s, np.maximum(v, 1e-300), lw=1.1, label=name)
+        ax.plot(s, v if signed else np.maximum(v, 1e-300), lw=1.1, label=name)
+    if signed:
+        small = [np.min(np.abs(v[v != 0])) for _, v in (*terms.values(), *total.values())
+                 if np.any(v != 0)]
+        ax.set_yscale("symlog", linthresh=max(min(small, default=1e-12), 1e-300))
+    else:
+        ax.set_yscale("log")
     for step, opt in _stage_starts(history):
         ax.axvline(step, color="grey", ls=":", lw=1)
         ax.text(step, 1.0, f" {opt}", transform=ax.get_xaxis_transform(), va="top",
                 fontsize=8, color="grey")
     ax.set_xlabel("step")
-    ax.set_ylabel("mean squared residual")
+    ax.set_ylabel("mean squared residual" + (" (an energy: its mean)" if signed else ""))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return str(save_figure(fig, path))
