@@ -491,93 +491,31 @@ def _energy(problem) -> tuple[Any, list[Choice]]:
         return problem, []
     (name, eq), = problem.equations.items()
     u, spatial = problem.fields[0], tuple(problem.spatial)
-    ex = problem.expand(eq)
     try:
-        coefs, source = S.coefficients(ex, [u], spatial, problem.coords)
+        coefs, source = S.coefficients(problem.expand(eq), [u], spatial, problem.coords)
     except S.NonlinearError:
         return problem, []
     k = coefs.get((u, (spatial[0], spatial[0])))
     if k is None or not calculus.jumps_in_space(k, spatial):
         return problem, []
-
-    def no(why: str):
-        return problem, [Choice("energy", False, f"equation {name}: its coefficient "
-                                          f"of laplacian({u.name}) jumps in space, but {why}: "
-                                          "the pointwise residual is kept")]
-
-    for (g, wrt), c in coefs.items():
-        if wrt == () or (len(wrt) == 2 and wrt[0] == wrt[1] and c == k):
-            continue
-        rest = S.simplify(calculus.sub(c, calculus.diff(k, wrt[0]))) if len(wrt) == 1 else None
-        if isinstance(rest, E.Number) and rest.value == 0:
-            continue  # div(k grad u)'s own first-order term (zero where k is constant)
-        return no(f"it has the term {c}*D({g.name}, {', '.join(w.name for w in wrt)}) (the "
-                  "energy covers k laplacian(u) + r1 u + r0 with an isotropic k)")
-    r1 = coefs.get((u, ()), E.Number(0))
-    inside = region_quadrature(problem, "interior", points=4096)
-    x = inside.points
-    kv = np.asarray(network.value_fn(problem, k)(jnp.asarray(x)), np.float64)
-    r1v = np.broadcast_to(np.asarray(network.value_fn(problem, r1)(jnp.asarray(x)),
-                                     np.float64), kv.shape)
-    if not (np.all(kv > 0) or np.all(kv < 0)):
-        return no("it changes sign (no energy is a minimum there)")
-    sign = 1.0 if kv[0] > 0 else -1.0
-    if np.any(sign * r1v > 0):
-        return no("its term in u itself has the sign of a Helmholtz term (the energy would "
-                  "have no minimum)")
-    half, k_s = E.Number(0.5), calculus.mul(E.Number(sign), k)
-    grad2 = None
-    for c in spatial:
-        term = calculus.power(E.Derivative(u, (c,)), E.Number(2))
-        grad2 = term if grad2 is None else calculus.add(grad2, term)
-    density = calculus.sub(calculus.sub(
-        calculus.mul(calculus.mul(half, k_s), grad2),
-        calculus.mul(calculus.mul(half, calculus.mul(E.Number(sign), r1)),
-                     calculus.power(u, E.Number(2)))),
-        calculus.mul(calculus.mul(E.Number(sign), source), u))
+    try:
+        inside = region_quadrature(problem, "interior", points=4096)
+        sign, r1 = _energy_sign(problem, u, k, coefs, inside.points)
+        conditions, parts = _natural(problem, u, calculus.mul(E.Number(sign), k),
+                                     float(inside.measure))
+    except _NoEnergy as why:
+        return problem, [Choice("energy", False, f"equation {name}: its coefficient of "
+                                f"laplacian({u.name}) jumps in space, but {why}: the "
+                                "pointwise residual is kept")]
     surfaces = calculus.jump_surfaces(k, spatial) or ()
-    conditions = {}
-    measure = float(inside.measure)
-    parts = []
-    for cname, c in problem.conditions.items():
-        if u not in c.fields_used():
-            conditions[cname] = c
-            continue
-        if isinstance(c, C.Dirichlet) and c.hard:
-            conditions[cname] = c
-            continue
-        if isinstance(c, C.Periodic):
-            conditions[cname] = c
-            continue
-        if not isinstance(c, (C.Robin, C.Neumann)):
-            return no(f"condition {cname} ({type(c).__name__.lower()}) is not natural in an "
-                      "energy")
-        if not isinstance(c.on, (str, tuple)):
-            return no(f"condition {cname} holds where a predicate says, not on named parts")
-        on = c.on
-        xb = region_quadrature(problem, on, points=2048)
-        kb = calculus.mul(E.Number(sign), k)
-        if isinstance(c, C.Neumann):
-            bden = calculus.neg(calculus.mul(calculus.mul(kb, c.value), u))
-        else:
-            bv = np.asarray(network.value_fn(problem, c.b)(jnp.asarray(xb.points)), np.float64)
-            av = np.asarray(network.value_fn(problem, c.a)(jnp.asarray(xb.points)), np.float64)
-            if np.any(bv == 0):
-                return no(f"condition {cname} has no normal derivative somewhere (b = 0)")
-            if np.any(av * bv < 0):
-                return no(f"condition {cname}'s a/b is negative somewhere (no minimum)")
-            bden = calculus.mul(kb, calculus.sub(
-                calculus.mul(calculus.div(calculus.mul(half, c.a), c.b),
-                             calculus.power(u, E.Number(2))),
-                calculus.mul(calculus.div(c.value, c.b), u)))
-        parts.append((cname, C.Energy(bden, on=on, measure=float(xb.measure) / measure)))
+    density = _energy_density(u, spatial, *(calculus.mul(E.Number(sign), e)
+                                            for e in (k, r1, source)))
     conditions[f"{name}_energy"] = C.Energy(density, measure=1.0, kinks=surfaces)
-    for cname, term in parts:
-        conditions[f"{cname}_energy"] = term
+    conditions.update({f"{n}_energy": term for n, term in parts})
     kinks = (f"; |phi| inputs at its {len(surfaces)} jump surfaces (" +
              ", ".join(f"{s} = 0" for s in surfaces[:4]) +
              (", ..." if len(surfaces) > 4 else "") + ")") if surfaces else ""
-    natural = [c for c, _ in parts]
+    natural = [n for n, _ in parts]
     return replace(problem, conditions=conditions), [Choice(
         "energy", True, f"equation {name}: its coefficient of laplacian({u.name}) jumps in "
         "space, so the flux k du/dn (not du/dn) is continuous across the jumps: its energy "
@@ -585,6 +523,91 @@ def _energy(problem) -> tuple[Any, list[Choice]]:
         + (f", {', '.join(natural)} natural in it" if natural else "") + kinks
         + "; the stop rules are off (an energy has no floor at zero to judge a loss by): "
         "each stage runs its steps, the last one on while a time limit allows")]
+
+
+class _NoEnergy(Exception):
+    """Why an equation whose coefficient jumps gets no energy (:func:`_energy`)."""
+
+
+def _energy_sign(problem, u, k, coefs, x) -> tuple[float, Any]:
+    """``(sign, r1)``: the sign of ``k`` (one sign at every point ``x``) and the coefficient
+    of ``u`` itself; raises :class:`_NoEnergy` where the equation is not ``k laplacian(u)
+    + r1 u + r0`` (first-order terms other than ``div(k grad u)``'s own) or its energy has
+    no minimum (``k`` changing sign, ``sign * r1 > 0`` somewhere)."""
+    from pinn.dsl import symbolic as S
+
+    for (g, wrt), c in coefs.items():
+        if wrt == () or (len(wrt) == 2 and wrt[0] == wrt[1] and c == k):
+            continue
+        rest = S.simplify(calculus.sub(c, calculus.diff(k, wrt[0]))) if len(wrt) == 1 else None
+        if isinstance(rest, E.Number) and rest.value == 0:
+            continue  # div(k grad u)'s own first-order term (zero where k is constant)
+        raise _NoEnergy(f"it has the term {c}*D({g.name}, {', '.join(w.name for w in wrt)}) "
+                        "(the energy covers k laplacian(u) + r1 u + r0 with an isotropic k)")
+    r1 = coefs.get((u, ()), E.Number(0))
+    kv = np.asarray(network.value_fn(problem, k)(jnp.asarray(x)), np.float64)
+    r1v = np.broadcast_to(np.asarray(network.value_fn(problem, r1)(jnp.asarray(x)),
+                                     np.float64), kv.shape)
+    if not (np.all(kv > 0) or np.all(kv < 0)):
+        raise _NoEnergy("it changes sign (no energy is a minimum there)")
+    sign = 1.0 if kv[0] > 0 else -1.0
+    if np.any(sign * r1v > 0):
+        raise _NoEnergy("its term in u itself has the sign of a Helmholtz term (the energy "
+                        "would have no minimum)")
+    return sign, r1
+
+
+def _energy_density(u, spatial, k, r1, r0):
+    """``1/2 k |grad u|^2 - 1/2 r1 u^2 - r0 u``: its first variation is the weak form of
+    ``div(k grad u) + r1 u + r0 = 0``."""
+    half, two = E.Number(0.5), E.Number(2)
+    grad2 = calculus.power(E.Derivative(u, (spatial[0],)), two)
+    for c in spatial[1:]:
+        grad2 = calculus.add(grad2, calculus.power(E.Derivative(u, (c,)), two))
+    return calculus.sub(calculus.sub(calculus.mul(calculus.mul(half, k), grad2),
+                                     calculus.mul(calculus.mul(half, r1),
+                                                  calculus.power(u, two))),
+                        calculus.mul(r0, u))
+
+
+def _natural(problem, u, k, measure: float) -> tuple[dict, list]:
+    """``(conditions kept, [(name, Energy)])``: each Robin ``a u + b du/dn = g`` on
+    ``u``'s named parts becomes ``int k (a/(2b) u^2 - g/b u)``, each Neumann ``du/dn = g``
+    ``-int k g u`` (each weighted by its parts' measure over the domain's, ``measure``); a
+    built-in Dirichlet condition, a periodic one and those of other fields stay. Raises
+    :class:`_NoEnergy` for any other condition on ``u`` or a Robin one without a minimum."""
+    from pinn.qoi import region_quadrature
+
+    kept, parts, half = {}, [], E.Number(0.5)
+    for cname, c in problem.conditions.items():
+        if (u not in c.fields_used() or isinstance(c, C.Periodic)
+                or (isinstance(c, C.Dirichlet) and c.hard)):
+            kept[cname] = c
+            continue
+        if not isinstance(c, (C.Robin, C.Neumann)):
+            raise _NoEnergy(f"condition {cname} ({type(c).__name__.lower()}) is not natural "
+                            "in an energy")
+        if not isinstance(c.on, (str, tuple)):
+            raise _NoEnergy(f"condition {cname} holds where a predicate says, not on named "
+                            "parts")
+        xb = region_quadrature(problem, c.on, points=2048)
+        if isinstance(c, C.Neumann):
+            density = calculus.neg(calculus.mul(calculus.mul(k, c.value), u))
+        else:
+            b, a = (np.asarray(network.value_fn(problem, v)(jnp.asarray(xb.points)),
+                               np.float64) for v in (c.b, c.a))
+            if np.any(b == 0):
+                raise _NoEnergy(f"condition {cname} has no normal derivative somewhere "
+                                "(b = 0)")
+            if np.any(a * b < 0):
+                raise _NoEnergy(f"condition {cname}'s a/b is negative somewhere (no "
+                                "minimum)")
+            density = calculus.mul(k, calculus.sub(
+                calculus.mul(calculus.div(calculus.mul(half, c.a), c.b),
+                             calculus.power(u, E.Number(2))),
+                calculus.mul(calculus.div(c.value, c.b), u)))
+        parts.append((cname, C.Energy(density, on=c.on, measure=float(xb.measure) / measure)))
+    return kept, parts
 
 
 # ---------------------------------------------------------------------------

@@ -122,11 +122,17 @@ def test_a_soft_dirichlet_condition_keeps_the_pointwise_residual(tmp_path):
     assert choice.value is False and "not natural" in choice.why
 
 
-def test_the_energy_is_stationary_at_the_divergence_form_solution(tmp_path):
+@pytest.fixture
+def x64():
+    """float64 inside the test only (a global switch would leak into later tests)."""
+    with jax.enable_x64(True):
+        yield
+
+
+def test_the_energy_is_stationary_at_the_divergence_form_solution(tmp_path, x64):
     """The first variation of the planned loss's energy terms vanishes at the exact
     (flux-continuous) solution in every direction, up to the quadrature's error; at the
     solution of the pointwise form (u' continuous instead of k u') it does not."""
-    jax.config.update("jax_enable_x64", True)
     built = _load(tmp_path, TWO)
     plan = make_plan(built.problem)
     exact = _two_materials()
@@ -162,10 +168,9 @@ def test_the_energy_is_stationary_at_the_divergence_form_solution(tmp_path):
     assert np.max(np.abs(at_smooth)) > 1e-2
 
 
-def test_the_network_bends_at_the_kinks_only(tmp_path):
+def test_the_network_bends_at_the_kinks_only(tmp_path, x64):
     from pinn.network import build_network, hard_transforms
 
-    jax.config.update("jax_enable_x64", True)
     plan = make_plan(_load(tmp_path, TWO).problem)
     apply, params = build_network(plan.problem, pinn.MLP(width=16, depth=2), 0)
     u = hard_transforms(plan.problem, apply)
@@ -183,7 +188,6 @@ def test_training_reaches_the_divergence_form_solution(tmp_path):
     """A short default-like recipe on the two-material problem: the planned energy gets
     within 1e-2 of the closed form; the pointwise residual alone solves another problem
     (u' continuous at the jump), far from it."""
-    jax.config.update("jax_enable_x64", True)
     built = _load(tmp_path, TWO)
     training = pinn.Training([pinn.Stage(pinn.Adam(5e-3), 400),
                               pinn.Stage(pinn.SSBroyden(), 400)],

@@ -103,11 +103,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
         res = c.residuals(problem, name)
         fn = compiled(dict(res.exprs), inputs=normal_symbols(len(problem.spatial))
                       if res.normals else ())
-        if isinstance(c, C.Energy):  # an integral over uniform points, not a mean square
-            block, samplers[name] = _energy_block(draw, name, res, fn, points, c.measure)
-        else:
-            block, samplers[name] = _condition_block(draw, name, res, fn, points,
-                                                     sample_interior)
+        block, samplers[name] = _condition_block(draw, c, name, res, fn, points, sample_interior)
         blocks.append(block)
     names = tuple(n for b in blocks for n in b.names) + tuple(own)
     order = {n: i for i, n in enumerate((*eq_names, *problem.conditions))}
@@ -165,9 +161,11 @@ def _equation_block(problem, eq_fn, eq_names, causal) -> Block:
 # the conditions' terms
 
 
-def _condition_block(draw: ProblemPoints, name, res: C.Residuals, fn, points: Points,
+def _condition_block(draw: ProblemPoints, c, name, res: C.Residuals, fn, points: Points,
                      sample_interior) -> tuple[Block, Callable | None]:
     """One condition's term and its sampler (``None``: fixed points, nothing to draw)."""
+    if isinstance(c, C.Energy):  # an integral over a quadrature, not a mean square
+        return _energy_block(draw, name, res, fn, points, c.measure)
     if res.points is not None:
         return _fixed_points_block(draw, name, res, fn), None
     region = res.on if isinstance(res.on, str) else None
