@@ -501,14 +501,14 @@ def _energy(problem) -> tuple[Any, list[Choice]]:
     try:
         inside = region_quadrature(problem, "interior", points=4096)
         sign, r1 = _energy_sign(problem, u, k, coefs, inside.points)
-        conditions, parts = _natural(problem, u, calculus.mul(E.Number(sign), k),
+        conditions, parts = _natural(problem, u, calculus.mul(E.as_expr(sign), k),
                                      float(inside.measure))
     except _NoEnergy as why:
         return problem, [Choice("energy", False, f"equation {name}: its coefficient of "
                                 f"laplacian({u.name}) jumps in space, but {why}: the "
                                 "pointwise residual is kept")]
     surfaces = calculus.jump_surfaces(k, spatial) or ()
-    density = _energy_density(u, spatial, *(calculus.mul(E.Number(sign), e)
+    density = _energy_density(u, spatial, *(calculus.mul(E.as_expr(sign), e)
                                             for e in (k, r1, source)))
     conditions[f"{name}_energy"] = C.Energy(density, measure=1.0, kinks=surfaces)
     conditions.update({f"{n}_energy": term for n, term in parts})
