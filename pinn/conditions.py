@@ -117,7 +117,6 @@ def check_hard_subset(problem, name: str, h) -> None:
     """A hard condition on a field declared on a subset of the coordinates must not bring
     in the others (the constraint multiplies the network by a distance and adds a value):
     ValueError naming the fix otherwise."""
-
     f = next(g for g in problem.fields if g == h.field)
     if f.coords is None:
         return

@@ -246,3 +246,33 @@ def test_the_loss_plot_shows_a_negative_energy(tmp_path, monkeypatch):
     assert plots.loss_figure(positive, tmp_path / "b.png") is not None
     assert seen == ["symlog", "log"]
     assert (tmp_path / "a.png").stat().st_size > 1000
+
+
+PLATE = """\
+name: plate_two_materials
+coords: [x, y]
+fields: [u]
+domain: {difference: [{rectangle: {min: [0, 0], max: [2, 1]}},
+                      {disk: {center: [1.5, 0.5], radius: 0.2}}]}
+coefficients:
+  k: {piecewise: [{where: "x < 1", value: 5}, {value: 1}]}
+equations:
+  e: "-div(k*grad(u)) = 1 + x"
+conditions:
+  left: {dirichlet: {u: 0}, on: left}
+  flux: {neumann: {u: 0.5}, on: right}
+  rest: {robin: {u: {a: 2, b: 1, value: 0}}, on: [bottom, top]}
+reference: {fem: {cells: 96}}
+"""
+
+
+@pytest.mark.slow  # about 100 s
+def test_a_plate_of_two_materials_with_a_hole_matches_fem(tmp_path):
+    """A problem nobody tuned: a plate with a hole, k 5 left of x = 1 and 1 right of it,
+    Dirichlet, Neumann and Robin parts (the hole's edge free: zero flux, as FEM reads it),
+    the default recipe against P2 FEM on 96 cells. Measured: 1.42e-3 with the energy,
+    0.387 with the pointwise residual alone (90 s each, 2 shared cores)."""
+    built = _load(tmp_path, PLATE)
+    sol = built.setup(progress=False).train()
+    assert any(c["what"] == "energy" and c["value"] for c in sol.metrics["plan"])
+    assert sol.metrics["rel_l2"]["u"] < 1e-2
