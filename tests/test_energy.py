@@ -276,3 +276,20 @@ def test_a_plate_of_two_materials_with_a_hole_matches_fem(tmp_path):
     sol = built.setup(progress=False).train()
     assert any(c["what"] == "energy" and c["value"] for c in sol.metrics["plan"])
     assert sol.metrics["rel_l2"]["u"] < 1e-2
+
+
+def test_an_energy_term_refuses_what_it_cannot_be(tmp_path):
+    """A density of second derivatives, a kink of the fields, a measure that is not
+    positive: each refused with the condition's name and the fix."""
+    u, x = pinn.field("u"), E.Coord("x")
+    with pytest.raises(ValueError, match="positive number"):
+        pinn.Energy(u * u, measure=0.0)
+    built = _load(tmp_path, TWO)
+    problem = built.problem
+    bad = pinn.Energy(pinn.D(u, x, 2) * u)
+    with pytest.raises(ValueError, match=r"conditions\.e2: an energy density takes the fields"):
+        bad.validate(problem, "e2")
+    with pytest.raises(ValueError, match=r"conditions\.e3: a kink"):
+        pinn.Energy(u * u, kinks=[u - x]).validate(problem, "e3")
+    data = pinn.Energy(u * u, kinks=[x - E.Number(0.5)]).to_data()
+    assert type(pinn.Energy(u * u)).from_data(data).kinks == (x - E.Number(0.5),)
