@@ -171,7 +171,14 @@ WHY_MISSED = {
                  "that needs more than 10 windows",
     "gs": "the same file ended at 7.46e-2 (65143d9, 5600 steps) and 8.33e-2 (3421031, 9200 "
           "steps) under SSBroyden updates that differ only in rounding, on either side of "
-          "PINNacle's best (7.99e-2)",
+          "PINNacle's best (7.99e-2). With its start built in "
+          "(conditions.start.hard=true, as the expert file does) it ended far worse, u "
+          "0.353 and v 2.20 (5000 steps, 62 s, 96c5aa9, idle): the plan's rule that keeps a "
+          "first-order start soft holds here too",
+    "poisson3d_cg": "the source holds sin(10 pi y) sin(5 pi z) (frequency 12 in y, inputs "
+                    "mapped to [-1, 1]); with the plan's Fourier features of those "
+                    "frequencies (plan.frequency=true) it ended at 8.10e-2 (5000 steps, "
+                    "449 s, 96c5aa9, idle), worse than without: not the missing piece",
     "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails "
           "too. Its start's modes move at 5.8 per unit time, but a small perturbation grows "
           "at up to b^2/4g = 25 (the mode cos(11 x)); read so (55e5c13, reverted), the plan "
