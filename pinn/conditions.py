@@ -14,7 +14,8 @@ Each condition is data, and knows itself: every condition type is a
   (:mod:`pinn.report.manufactured`) are both built from it;
 - ``hard_outputs(problem, name)`` / ``periodic_inputs(problem, name)``: what a
   ``hard=True`` condition builds into the network (output transforms, input
-  embedding);
+  embedding); ``kink_inputs()``: surfaces across which the network's gradient may
+  jump (an energy term's);
 - ``for_window(problem, name, window)``: the condition on a time window of a marched
   problem (:mod:`pinn.marching`): itself, its data inside the window, or the previous
   window's values as the initial values;
@@ -177,6 +178,11 @@ class Condition:
 
     def periodic_inputs(self, problem, name: str) -> dict[int, float]:
         return {}
+
+    def kink_inputs(self) -> tuple[E.Expr, ...]:
+        """Expressions ``phi`` of the coordinates across whose zero sets the network's
+        gradient may jump (extra inputs ``|phi|/s``, :func:`pinn.network.kink_inputs`)."""
+        return ()
 
     def loss_term(self, problem, name: str, apply, sampler, dtype):
         """A loss term of the condition's own, or ``None`` (the default: the loss is built
@@ -652,6 +658,9 @@ class Energy(Condition):
 
     def residuals(self, problem, name):
         return Residuals({"0": self.density}, self.on)
+
+    def kink_inputs(self):
+        return self.kinks
 
     def to_data(self):
         return {"density": self.density, "on": self.on, "measure": self.measure,

@@ -220,7 +220,8 @@ def window_problem(problem, k: int, edges: Sequence[float], previous=None):
         w = c.for_window(problem, name, window)
         if w is not None:
             conds[name] = w
-    return replace(problem, domain=SpaceTime(problem.space, TimeInterval(a, b)),
+    layer = problem.time.layer and k == 0  # a later window starts from the last one's end
+    return replace(problem, domain=SpaceTime(problem.space, TimeInterval(a, b, layer)),
                    conditions=conds)
 
 

@@ -58,7 +58,8 @@ def build_network(problem, model, seed: int):
         module = model.build(d_in + len(kinks), d_out, key=key, bounds=bounds,
                              periodic=periodic, **kw)
         apply, params = split(module)
-        return _scaled(_kinked(apply, problem, kinks), params, model.output_scale, problem)
+        return _scaled(_kinked(_timed(apply, problem), problem, kinks), params,
+                       model.output_scale, problem)
     module = user_module(model, key)
     if kinks:
         raise ValueError(f"kinks (an energy term's, pinn.Energy) are extra inputs that only "
@@ -77,8 +78,26 @@ def build_network(problem, model, seed: int):
             f"conditions {names}: a hard periodic condition is an input embedding that only "
             f"pinn's network specs build in; with your own {type(module).__name__} make it "
             "soft (hard=False) or use a spec such as pinn.MLP(...)")
-    return split_user(module, d_in, d_out, jnp.zeros(()).dtype,
-                      ", ".join(c.name for c in problem.inputs))
+    apply, params = split_user(module, d_in, d_out, jnp.zeros(()).dtype,
+                               ", ".join(c.name for c in problem.inputs))
+    return _timed(apply, problem), params
+
+
+def _timed(apply, problem):
+    """``apply`` taking time as the problem's interval asks
+    (:meth:`pinn.geometry.TimeInterval.network_time`: itself, or its square root where
+    the start is a layer)."""
+    time = problem.time
+    if time is None or not time.layer:
+        return apply
+    ti = problem.time_index
+
+    def timed(p, x):
+        # jnp.where, not a scatter: the Taylor-mode engine differentiates through it
+        at = jnp.arange(x.shape[-1]) == ti
+        return apply(p, jnp.where(at, time.network_time(x[..., ti])[..., None], x))
+
+    return timed
 
 
 def kink_inputs(problem) -> tuple:
@@ -86,7 +105,7 @@ def kink_inputs(problem) -> tuple:
     ``phi = 0`` across which the network's gradient may jump, once each."""
     out: list = []
     for c in problem.conditions.values():
-        for k in getattr(c, "kinks", ()):
+        for k in c.kink_inputs():
             if k not in out:
                 out.append(k)
     return tuple(out)
@@ -216,7 +235,8 @@ def hard_transforms(problem, apply, *, time_span: bool = True):
     hold exactly.
 
     ``time_span``: hard initial values scale the network by ``(t - t0)/(t1 - t0)``
-    (False: by ``t - t0``, as solutions saved in format 1 were trained)."""
+    (False: by ``t - t0``, as solutions saved in format 1 were trained), by its square
+    root where the start is a layer (:class:`pinn.geometry.TimeInterval`)."""
     from pinn.nets import hard_dirichlet, hard_dirichlet_initial, hard_initial
 
     dirichlet, initial = _hard_outputs(problem)
@@ -235,14 +255,16 @@ def hard_transforms(problem, apply, *, time_span: bool = True):
             (dist, g), (u0, rate) = dirichlet[j], initial[j]
             out = hard_dirichlet_initial(out, dist, g, value(u0), t_index=ti, t0=t0,
                                          span=span, outputs=[j],
-                                         rate_fn=None if rate is None else value(rate))
+                                         rate_fn=None if rate is None else value(rate),
+                                         root=rate is None and problem.time.layer)
         elif j in dirichlet:
             dist, g = dirichlet[j]
             out = hard_dirichlet(out, dist, g, outputs=[j])
         else:
             u0, rate = initial[j]
             out = hard_initial(out, value(u0), t_index=ti, t0=t0, span=span,
-                               rate_fn=None if rate is None else value(rate), outputs=[j])
+                               rate_fn=None if rate is None else value(rate), outputs=[j],
+                               root=rate is None and problem.time.layer)
     return out
 
 

@@ -32,6 +32,9 @@ The choices:
 - **energy**: where a steady equation's diffusion coefficient jumps in space, its energy
   (the divergence form's) is minimised beside the residual, Robin and Neumann conditions
   natural in it, and the network bends at the jumps (:func:`_energy`);
+- **layer**: where a diffusive evolution's soft start disagrees with its boundary
+  conditions (a cold body in a hot bath), time is taken by its square root
+  (:func:`_layer`, :class:`pinn.geometry.TimeInterval`);
 - **holdout**: in an inverse problem, a tenth of each data condition of at least
   :data:`HOLDOUT_MIN_ROWS` observations is held out of training (:func:`_holdout`); the run
   keeps the parameters at which their misfit was lowest (:class:`pinn.train.KeepBest`),
@@ -92,6 +95,10 @@ HOLDOUT_FRACTION = 0.1
 #: Wave2d-CG (19) 0.689 -> 0.714, Wave2d-MS (314, fifty periods) 0.180 -> 1.58.
 HARD_START_HORIZON = 20 * np.pi
 
+#: A start that misses a boundary condition where they meet by more than this share of
+#: their values' size is a layer (:func:`_layer`).
+LAYER_GAP = 1e-2
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -125,6 +132,7 @@ class Planning:
     balance: bool = True
     holdout: bool = True
     energy: bool = True
+    layer: bool = True
     weighted: tuple[str, ...] = ()  # conditions whose weight the user gave: kept
 
 
@@ -158,7 +166,8 @@ def make_plan(problem, model=None, training: Training | None = None,
         planning = Planning()
     elif planning is False:
         planning = Planning(hard=False, points=False, scale=False, frequency=False,
-                            windows=False, balance=False, holdout=False, energy=False)
+                            windows=False, balance=False, holdout=False, energy=False,
+                            layer=False)
     choices: list[Choice] = []
     problem, made = _hard(problem, planning.hard)
     choices += made
@@ -174,6 +183,10 @@ def make_plan(problem, model=None, training: Training | None = None,
         problem, made = _energy(problem)
         choices += made
         energy = any(c.what == "energy" and c.value for c in made)
+    if planning.layer:
+        problem, made = _layer(problem)
+        choices += made
+    problem = _settle_starts(problem)
     model = DEFAULT_MODEL if model is None else model
     if planning.frequency:
         model, made = _frequency(problem, model)
@@ -231,12 +244,15 @@ def _hard(problem, allowed: bool) -> tuple[Any, list[Choice]]:
     for name, c in problem.conditions.items():
         if not isinstance(c, C.Initial) or c.hard is not None:
             continue
-        # a first-order start stays a loss term: built in (u = u0 + (t - t0) N / span) it
+        # a first-order start stays a loss term unless its start is a layer (_layer, which
+        # builds it in by sqrt((t - t0)/span)): built in as u = u0 + (t - t0) N / span it
         # cannot follow a start that disagrees with the boundary data (u ~ sqrt(t) there):
         # PINNacle's Heat 2d-CG, user file, 5.62e-2 soft, 0.151 built in (2026-12-05)
-        if not c.rates or not allowed:
+        if not allowed:
             conditions[name] = c.with_hard(False)
             continue
+        if not c.rates:
+            continue  # _layer decides; _settle_starts makes it soft where it does not
         why = _why_not_hard_start(replace(problem, conditions=conditions), name,
                                   c.with_hard(True))
         conditions[name] = c.with_hard(why is None)
@@ -318,7 +334,7 @@ def _why_not_hard_start(problem, name, c, n: int = 256) -> str | None:
     ti, span = problem.time_index, float(problem.time.t1 - problem.time.t0)
     pts = ProblemPoints(problem)
     x0 = pts.initial(jax.random.PRNGKey(0), n)
-    size = {f: float(np.max(np.abs(np.asarray(network.value_fn(problem, v)(x0)))))
+    size = {f: float(np.max(np.abs(_values(problem, v, x0))))
             for f, v in c.values}  # the gap is measured against the start's own size
     for k, (other, o) in enumerate(problem.conditions.items()):
         if not (isinstance(o, C.Dirichlet) and o.hard and isinstance(o.on, (str, tuple))):
@@ -358,9 +374,7 @@ def _the_answer(problem, c, n: int = 256) -> str | None:
         return None
     x = ProblemPoints(problem).interior(jax.random.PRNGKey(0), n)
     for f, v in todo:
-        g = np.asarray(network.value_fn(problem, v)(x), np.float64)
-        u = np.asarray(network.value_fn(problem, exact[f.name])(x), np.float64)
-        g, u = np.broadcast_to(g, (n,)), np.broadcast_to(u, (n,))
+        g, u = _values(problem, v, x), _values(problem, exact[f.name], x)
         size = float(np.max(np.abs(u)))
         if np.all(np.isfinite(g - u)) and float(np.max(np.abs(g - u))) <= 1e-6 * max(size,
                                                                                       1e-30):
@@ -429,8 +443,7 @@ def _jump(problem, pieces, ha, hb):
     if mids:
         pts = np.hstack([pts, np.tile(mids, (len(pts), 1))])
     jpts = jnp.asarray(pts, dtype=float)  # the default float type, without a warning
-    va = np.broadcast_to(np.asarray(network.value_fn(problem, ha.value)(jpts)), len(pts))
-    vb = np.broadcast_to(np.asarray(network.value_fn(problem, hb.value)(jpts)), len(pts))
+    va, vb = _values(problem, ha.value, jpts), _values(problem, hb.value, jpts)
     # a jump of 1e-4 of the values' size: above float32's rounding of either value
     scale = max(float(np.max(np.abs(va))), float(np.max(np.abs(vb))))
     at = (np.arange(len(pts)) % len(x)) < n_meet
@@ -545,9 +558,7 @@ def _energy_sign(problem, u, k, coefs, x) -> tuple[float, Any]:
         raise _NoEnergy(f"it has the term {c}*D({g.name}, {', '.join(w.name for w in wrt)}) "
                         "(the energy covers k laplacian(u) + r1 u + r0 with an isotropic k)")
     r1 = coefs.get((u, ()), E.Number(0))
-    kv = np.asarray(network.value_fn(problem, k)(jnp.asarray(x)), np.float64)
-    r1v = np.broadcast_to(np.asarray(network.value_fn(problem, r1)(jnp.asarray(x)),
-                                     np.float64), kv.shape)
+    kv, r1v = _values(problem, k, x), _values(problem, r1, x)
     if not (np.all(kv > 0) or np.all(kv < 0)):
         raise _NoEnergy("it changes sign (no energy is a minimum there)")
     sign = 1.0 if kv[0] > 0 else -1.0
@@ -594,8 +605,7 @@ def _natural(problem, u, k, measure: float) -> tuple[dict, list]:
         if isinstance(c, C.Neumann):
             density = calculus.neg(calculus.mul(calculus.mul(k, c.value), u))
         else:
-            b, a = (np.asarray(network.value_fn(problem, v)(jnp.asarray(xb.points)),
-                               np.float64) for v in (c.b, c.a))
+            b, a = (_values(problem, v, xb.points) for v in (c.b, c.a))
             if np.any(b == 0):
                 raise _NoEnergy(f"condition {cname} has no normal derivative somewhere "
                                 "(b = 0)")
@@ -612,6 +622,140 @@ def _natural(problem, u, k, measure: float) -> tuple[dict, list]:
 
 # ---------------------------------------------------------------------------
 # output scale
+
+
+# ---------------------------------------------------------------------------
+# a start layer
+
+
+def _layer(problem, n: int = 512) -> tuple[Any, list[Choice]]:
+    """Time by its square root (``problem.time.layer``) where an evolution's start is a
+    layer: every equation first order in time, one of them diffusive (second order in
+    space), a soft start of values, and a boundary condition on the start's fields that its
+    values miss, at the start, by more than :data:`LAYER_GAP` of their size (a cold body in
+    a hot bath: the solution near the boundary moves like ``sqrt(t - t0)``, its rate
+    unbounded at the start). A network of ``t`` spends its first features on that corner;
+    one of ``tau = sqrt((t - t0)/span)``, drawn uniformly in ``tau``, sees it stretched over
+    the first part of its input. Measured (PINNacle's Heat 2d-CG, written plainly: Robin
+    data u + du/dn = 5 on cold holes, the default recipe, 2026-12-05, idle): 5.62e-2 -> see
+    benchmarks/PINNACLE.md; the later slices' error 2.7 % -> 1.5 %.
+    Not with a start built in (the factor ``(t - t0)`` pins the layer's corner: 0.107 on
+    the same problem), a second time derivative (a wave carries its jump along, it does
+    not diffuse it) or no diffusion."""
+    from pinn.points import ProblemPoints
+    from pinn.scales import _eval, _zeroed
+
+    time = problem.time
+    if time is None or time.layer or problem.ranged or not problem.equations:
+        return problem, []
+    t = problem.time_coord
+    orders = [calculus.coord_orders(problem.expand(e), problem.spatial)
+              for e in problem.equations.values()]
+    if max(o.get(t, 0) for o in orders) != 1 or not any(
+            o.get(c, 0) >= 2 for o in orders for c in problem.spatial):
+        return problem, []
+    starts = [(name, c) for name, c in problem.conditions.items() if isinstance(c, C.Initial)]
+    if len(starts) != 1 or starts[0][1].rates:
+        return problem, []
+    sname, start = starts[0]
+    if any(calculus.fields_of(v) for _, v in start.values):
+        return problem, []
+    values = dict(start.values)
+    draw = ProblemPoints(problem)
+    ti = problem.time_index
+    try:
+        x0 = np.asarray(draw.initial(jax.random.PRNGKey(0), n), np.float64)
+        size = max(float(np.max(np.abs(_eval(problem, v, x0)))) for v in values.values())
+        worst = None
+        for k, (name, c) in enumerate(problem.conditions.items()):
+            if c is start or isinstance(c, (C.Initial, C.Data, C.Energy)) or c.kind == "periodic":
+                continue
+            if not set(c.fields_used()) <= set(values):
+                continue
+            res = c.residuals(problem, name)
+            if res.points is not None or res.match is not None or not isinstance(
+                    res.on, (str, tuple)) or res.on in ("interior", "initial"):
+                continue
+            xb, normals = (np.array(a, np.float64) for a in draw.boundary(
+                jax.random.PRNGKey(k + 1), n, res.on))
+            xb[:, ti] = time.t0
+            extra = {s: normals[:, i] for i, s in enumerate(C.normal_symbols(len(
+                problem.spatial)))}
+            for e in res.exprs.values():
+                gap = _eval_with(problem, _zeroed(problem, e, values), xb, extra, _eval)
+                scale = max(size, _largest(problem, e, values, xb, extra, _eval))
+                g = float(np.nanmax(np.abs(gap))) if np.any(np.isfinite(gap)) else 0.0
+                if scale > 0 and g > LAYER_GAP * scale and (worst is None or g / scale
+                                                              > worst[1] / worst[2]):
+                    worst = (name, g, scale)
+    except (ValueError, TypeError, KeyError, NotImplementedError):
+        return problem, []
+    if worst is None:
+        return problem, []
+    name, g, scale = worst
+    from pinn.geometry.spacetime import SpaceTime
+
+    layered = replace(problem, domain=SpaceTime(problem.space, replace(time, layer=True)))
+    built = ""
+    if start.hard is None:
+        why = _why_not_hard_start(layered, sname, start.with_hard(True))
+        conditions = dict(layered.conditions)
+        conditions[sname] = start.with_hard(why is None)
+        layered = replace(layered, conditions=conditions)
+        built = (f"; the start built in, u = u0 + sqrt((t - t0)/span) N" if why is None
+                 else f"; the start soft: {why}")
+    return layered, [Choice("layer", True, f"the start ({sname}) misses {name} where they meet "
+                            f"by up to {g:.3g} (of {scale:.3g}): a layer moving like "
+                            "sqrt(t - t0); time drawn and taken by the network as "
+                            "sqrt((t - t0)/span), the equations and boundary conditions "
+                            f"weighted by it{built}")]
+
+
+def _settle_starts(problem):
+    """The first-order starts the plan left open (``hard=None``) made soft."""
+    conditions = {n: c.with_hard(False) if isinstance(c, C.Initial) and c.hard is None
+                  and not c.rates else c for n, c in problem.conditions.items()}
+    return replace(problem, conditions=conditions)
+
+
+def _eval_with(problem, e, pts, extra, _eval):
+    """``e`` at ``pts`` with the normal symbols' values ``extra``."""
+    if not extra:
+        return _eval(problem, e, pts)
+    from pinn.dsl.evaluate import evaluate_numpy
+    from pinn.scales import _env
+
+    env = {**_env(problem, pts), **extra}
+    with np.errstate(all="ignore"):
+        out = evaluate_numpy(calculus.expand(problem.expand(e), problem.spatial,
+                                             problem.coords), env)
+    return np.broadcast_to(np.asarray(out, np.float64), (pts.shape[0],))
+
+
+def _largest(problem, e, values, pts, extra, _eval) -> float:
+    """The largest term of ``e`` with the start's values in place of the fields (the size
+    a gap is measured against)."""
+    from pinn.scales import _zeroed
+
+    ex = problem.expand(e)
+    pieces = [ex]
+    out, k = [], 0
+    while k < len(pieces):
+        p = pieces[k]
+        k += 1
+        if isinstance(p, (E.Add, E.Sub)):
+            pieces += [p.left, p.right]
+        elif isinstance(p, E.Neg):
+            pieces.append(p.arg)
+        else:
+            out.append(p)
+    top = 0.0
+    for p in out:
+        v = _eval_with(problem, _zeroed(problem, p, values), pts, extra, _eval)
+        v = v[np.isfinite(v)]
+        if v.size:
+            top = max(top, float(np.max(np.abs(v))))
+    return top
 
 
 def _scale(problem, model) -> tuple[Any, list[Choice]]:
@@ -810,6 +954,13 @@ def _holdout(problem, seed: int = 0) -> tuple[Any, tuple, list[Choice]]:
         f"an inverse problem: {HOLDOUT_FRACTION:.0%} of the observations held out of "
         "training; the run keeps the parameters at which their misfit was lowest (fitting "
         "the data's noise shows there first)")]
+
+
+def _values(problem, expr, x) -> np.ndarray:
+    """An expression of the coordinates (no fields) at points ``x``, as float64, one value
+    per point (a constant broadcast)."""
+    v = np.asarray(network.value_fn(problem, expr)(jnp.asarray(x)), np.float64)
+    return np.broadcast_to(v, (len(x),))
 
 
 # ---------------------------------------------------------------------------

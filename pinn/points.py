@@ -4,7 +4,8 @@ slice, each with a parametric problem's ranged parameters after the coordinates.
 The one sampler of a problem's points: the training loss (:mod:`pinn.train.loss`), the
 manufactured-solution check (:mod:`pinn.report.manufactured`) and the problem files'
 value checks (:mod:`pinn.config.checks`) all draw through :class:`ProblemPoints`. Space is
-drawn with the geometry's sampler, time uniformly from a key of its own. Where the domain's
+drawn with the geometry's sampler, time uniformly from a key of its own (uniformly in its
+square root where the start is a layer, :class:`pinn.geometry.TimeInterval`). Where the domain's
 sizes or positions depend on ranged parameters (:mod:`pinn.geometry.parametric`), the
 parameters are drawn first and each point in (on) the shape of its own values.
 """
@@ -21,8 +22,7 @@ __all__ = ["ProblemPoints"]
 
 
 def _append_time(key, pts, time, n):
-    t = jax.random.uniform(key, (n, 1), dtype=pts.dtype, minval=time.t0, maxval=time.t1)
-    return jnp.concatenate([pts, t], axis=1)
+    return jnp.concatenate([pts, time.draw(key, n, pts.dtype)], axis=1)
 
 
 def _param_unit(sampler, key, n, d, p):

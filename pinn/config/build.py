@@ -99,7 +99,7 @@ class Built:
                         and ("stages" not in given
                              or "windows" in self.spec.plan.model_fields_set),
                         balance=self.spec.plan.balance, holdout=self.spec.plan.holdout,
-                        energy=self.spec.plan.energy,
+                        energy=self.spec.plan.energy, layer=self.spec.plan.layer,
                         weighted=tuple(n for n, c in (self.spec.conditions or {}).items()
                                        if "weight" in getattr(c, "model_fields_set", ())))
 

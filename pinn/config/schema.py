@@ -1013,7 +1013,9 @@ class PlanSpec(Strict):
     an inverse problem, hold a tenth of each data condition of 200 rows or more out of
     training and keep the parameters at which its misfit was lowest); ``energy`` (where a
     steady equation's diffusion coefficient jumps in space, minimise its energy, the
-    divergence form's, beside the residual, with the network bending at the jumps)."""
+    divergence form's, beside the residual, with the network bending at the jumps);
+    ``layer`` (where a diffusive evolution's soft start disagrees with its boundary
+    conditions, take time by its square root)."""
 
     hard: Bool = True
     points: Bool = True
@@ -1023,6 +1025,7 @@ class PlanSpec(Strict):
     balance: Bool = True
     holdout: Bool = True
     energy: Bool = True
+    layer: Bool = True
 
 
 # ---------------------------------------------------------------------------

@@ -28,14 +28,27 @@ from pinn.geometry.base import (
 
 __all__ = ["TimeInterval", "SpaceTime"]
 
+#: A layer's ``tau`` at ``t0`` (its square root's derivative is finite there).
+LAYER_OFFSET = 1e-6
+
 
 @register("domain")
 @dataclass(frozen=True)
 class TimeInterval:
-    """The time interval ``[t0, t1]``; ``shape * TimeInterval(0, 1)`` is a space-time domain."""
+    """The time interval ``[t0, t1]``; ``shape * TimeInterval(0, 1)`` is a space-time domain.
+
+    ``layer=True``: the start is a layer (initial values that disagree with the boundary
+    conditions, as a cold body in a hot bath: the solution moves like ``sqrt(t - t0)``
+    near the boundary). Time is then drawn uniformly in ``tau = sqrt((t - t0)/(t1 - t0))``
+    (:meth:`draw`), the network takes ``tau`` in its place (:meth:`network_time`), and the
+    loss weights the equations with a time derivative by ``2 s`` and the boundary
+    conditions by ``s`` (:meth:`weight`, ``s = sqrt(3) tau``, whose square averages 1):
+    the equation in ``s``, ``u_s = 2 s u_t``, where ``u_t ~ 1/s`` near the start. The plan
+    sets it (:func:`pinn.plan._layer`)."""
 
     t0: float
     t1: float
+    layer: bool = False
 
     def __post_init__(self):
         t0, t1 = float(self.t0), float(self.t1)
@@ -44,6 +57,7 @@ class TimeInterval:
                              f"t1={self.t1!r}")
         object.__setattr__(self, "t0", t0)
         object.__setattr__(self, "t1", t1)
+        object.__setattr__(self, "layer", bool(self.layer))
 
     @property
     def dim(self) -> int:
@@ -52,12 +66,36 @@ class TimeInterval:
 
     def to_data(self) -> dict:
         """The constructor's arguments, for the run format (:mod:`pinn.serialize`)."""
-        return {"t0": self.t0, "t1": self.t1}
+        return {"t0": self.t0, "t1": self.t1, **({"layer": True} if self.layer else {})}
 
     @property
     def bounds(self):
         """``([t0], [t1])``."""
         return np.array([self.t0]), np.array([self.t1])
+
+    def draw(self, key, n: int, dtype):
+        """``[n, 1]`` times over the interval: uniform, or uniform in ``tau`` for a layer."""
+        import jax
+
+        u = jax.random.uniform(key, (n, 1), dtype=dtype)
+        return self.t0 + (self.t1 - self.t0) * (u * u if self.layer else u)
+
+    def network_time(self, t):
+        """The time a network takes in place of ``t``: ``t`` itself, or for a layer
+        ``t0 + (t1 - t0) tau`` (the same interval; ``tau`` offset by 1e-6 at ``t0``, so that
+        its derivative stays finite there)."""
+        if not self.layer:
+            return t
+        span = self.t1 - self.t0
+        tau = jnp.sqrt(jnp.maximum(t - self.t0, 0.0) / span + LAYER_OFFSET**2)
+        return self.t0 + span * tau
+
+    def weight(self, t):
+        """``s`` at times ``t``: 1 but for a layer, ``sqrt(3 (t - t0)/(t1 - t0))``, whose
+        square averages 1 over ``tau`` (:func:`pinn.train.loss._layer_weighted`)."""
+        if not self.layer:
+            return jnp.ones_like(t)
+        return jnp.sqrt(3.0 * jnp.maximum(t - self.t0, 0.0) / (self.t1 - self.t0))
 
     @property
     def measure(self) -> float:

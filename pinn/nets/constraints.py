@@ -118,6 +118,21 @@ def hard_dirichlet(
     return _combine(apply, outputs, rule)
 
 
+_ROOT_OFFSET = 1e-6  # root=True: sqrt(frac + o^2) - o, 0 at t0, a finite slope there
+
+
+def _check_root(root: bool, rate_fn, who: str) -> None:
+    if root and rate_fn is not None:
+        raise ValueError(f"{who}: root=True is for a start of values only (a first-order "
+                         "evolution), not one with a rate")
+
+
+def _root(x, t_index: int, t0: float, span: float):
+    """``[N, 1]``: ``sqrt((t - t0)/span)``, offset as :data:`_ROOT_OFFSET` says."""
+    frac = jnp.maximum(x[..., t_index] - t0, 0.0) / span
+    return (jnp.sqrt(frac + _ROOT_OFFSET**2) - _ROOT_OFFSET)[..., None]
+
+
 def _span_scale(span: float, power: int) -> float | None:
     """``1/span**power`` (None for a unit span: the product is then left out, bit for bit)."""
     span = float(span)
@@ -135,6 +150,7 @@ def hard_initial(
     rate_fn: Value | None = None,
     span: float = 1.0,
     outputs: int | Sequence[int] | None = None,
+    root: bool = False,
 ) -> ApplyFn:
     """``u(x, t) = u0(x) + (t - t0)/T · N(x, t)``: equals ``u0`` at ``t = t0``.
 
@@ -145,16 +161,24 @@ def hard_initial(
     ``span`` (``T``): the length of the time interval, so that the factor in front of
     the network runs from 0 to 1 whatever the time scale (on ``[0, 200]`` it would
     otherwise multiply the network by 200).
+
+    ``root=True`` (a start that is a layer, :class:`pinn.geometry.TimeInterval`):
+    ``u = u0 + sqrt((t - t0)/T) · N``, the factor of a solution that moves like
+    ``sqrt(t - t0)`` (first order in time only; offset by 1e-6 inside the root so that
+    its derivative stays finite at ``t0``, and by 1e-6 outside so that it is 0 there).
     """
     _check_t_index(t_index)
     t0 = float(t0)
+    _check_root(root, rate_fn, "hard_initial")
     scale = _span_scale(span, 2 if rate_fn is not None else 1)
 
     def rule(x, n):
         _check_t_range(t_index, x)
         k = n.shape[-1]
-        tau = (x[..., t_index] - t0)[..., None]
         u0 = _as_columns(initial_fn, x, k, "initial_fn")
+        if root:
+            return u0 + _root(x, t_index, t0, span) * n
+        tau = (x[..., t_index] - t0)[..., None]
         n = n if scale is None else n * scale
         if rate_fn is None:
             return u0 + tau * n
@@ -175,6 +199,7 @@ def hard_dirichlet_initial(
     span: float = 1.0,
     rate_fn: Value | None = None,
     outputs: int | Sequence[int] | None = None,
+    root: bool = False,
 ) -> ApplyFn:
     """Boundary and initial data at once, for evolution problems:
 
@@ -189,13 +214,15 @@ def hard_dirichlet_initial(
     ``g + (u0 - g(·, t0))``, i.e. ``g`` when the data are compatible
     (``u0 = g(·, t0)`` on the boundary, up to rounding). Nesting
     :func:`hard_dirichlet` and :func:`hard_initial` instead would satisfy only
-    the outer constraint exactly.
+    the outer constraint exactly. ``root=True``: ``sqrt((t - t0)/T)`` in place of
+    ``(t - t0)/T`` (as :func:`hard_initial`'s).
     """
     if not callable(distance_fn):
         raise TypeError(f"distance_fn must be a function of the points, got {distance_fn!r}")
     _check_t_index(t_index)
     t0 = float(t0)
-    scale = _span_scale(span, 2 if rate_fn is not None else 1)
+    _check_root(root, rate_fn, "hard_dirichlet_initial")
+    scale = None if root else _span_scale(span, 2 if rate_fn is not None else 1)
 
     def rule(x, n):
         _check_t_range(t_index, x)
@@ -208,6 +235,8 @@ def hard_dirichlet_initial(
         g = _as_columns(boundary_value_fn, x, k, "boundary_value_fn")
         g0 = _as_columns(boundary_value_fn, x0, k, "boundary_value_fn")
         d = _as_columns(distance_fn, x, k, "distance_fn")
+        if root:
+            return u0 + (g - g0) + d * _root(x, t_index, t0, span) * n
         if rate_fn is None:
             return u0 + (g - g0) + d * tau * n
         v0 = _as_columns(rate_fn, x, k, "rate_fn")
