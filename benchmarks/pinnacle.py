@@ -178,7 +178,9 @@ WHY_MISSED = {
     "poisson3d_cg": "the source holds sin(10 pi y) sin(5 pi z) (frequency 12 in y, inputs "
                     "mapped to [-1, 1]); with the plan's Fourier features of those "
                     "frequencies (plan.frequency=true) it ended at 8.10e-2 (5000 steps, "
-                    "449 s, 96c5aa9, idle), worse than without: not the missing piece",
+                    "449 s, 96c5aa9, idle), worse than without: not the missing piece; "
+                    "nor are points: 32768 interior (4x) ended at 9.65e-2 (5400 steps in "
+                    "630 s, e0617e7, a light validation sweep beside it)",
     "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails "
           "too. Its start's modes move at 5.8 per unit time, but a small perturbation grows "
           "at up to b^2/4g = 25 (the mode cos(11 x)); read so (55e5c13, reverted), the plan "
@@ -197,22 +199,22 @@ WHY_MISSED = {
                  "32768 interior points (4x) at 5.45e-2 (6050 steps, 564 s; loss ~40, no gap); "
                  "both at once do not fit the budget",
     "heat2d_cg": "17 holes whose Robin data start hot (u + du/dn = 5) against a cold start "
-                 "(u = 0). Until a22454f our FEM reference missed two of the six small holes "
-                 "(the mesher's base was coarser than them; the reference was 9.8 % from a "
-                 "finer solve, now 2.4e-3), and this row was 9.02e-2 against it; against "
-                 "the corrected reference, at a22454f beside the slow suite (load 5.8-7.5), "
-                 "5.62e-2. Re-scored against it, runs at e3ea6ab with 4x the points (16384 "
-                 "interior, 8192 boundary, 2048 initial) 6.10e-2, a network of width 60 "
-                 "6.25e-2, the Robin terms weighted 10 7.77e-2: neither points, capacity nor "
-                 "that weight is what is missing. Where the error is (the same run at "
-                 "befd876, idle, 5.62e-2, scored per time slice): 42 % of its square at t = "
-                 "0, where the soft start u = 0 is missed beside the hot holes (the data "
-                 "disagree there: u grows like sqrt(t) at a hole's wall), then 11 %, 9 %, 6 "
-                 "% at t = 0.3, 0.6, 0.9; from t = 1.5 on each slice is within 3.7e-2. The "
-                 "start built in (u = t N / 3, conditions.start.hard=true) is far worse, "
-                 "0.151 (0.73 at t = 0.3): t N cannot follow sqrt(t); the soft start "
-                 "weighted 10, 0.246 (t = 0: 35 of the square, t = 0.3: 1.22 off): held "
-                 "cold, the field lags the walls' heat",
+                 "(u = 0): a layer, u ~ sqrt(t) at a hole's wall. The plan now takes time by "
+                 "its square root there (points uniform in tau = sqrt(t/3), the network's "
+                 "time tau, the start built in as u = tau N, the equation weighted by 2s and "
+                 "the Robin terms by s, s = sqrt(3) tau): 3.35e-2 (e0617e7, this row), from "
+                 "5.62e-2 with plain time (a22454f, against the corrected FEM reference; "
+                 "until then the reference missed two small holes and this row was 9.02e-2). "
+                 "Plain time's error, scored per time slice (befd876, idle): 42 % of its "
+                 "square at t = 0, where the soft start u = 0 is missed beside the hot "
+                 "holes, from t = 1.5 on each slice within 3.7e-2; with the layer the t = 0 "
+                 "slice is exact and the later ones within 2.5e-2 (t = 0.3: 14 %). Steps "
+                 "to it (idle, per-slice scoring, 2026-12-05): time by its root with the "
+                 "start soft 6.23e-2 (t = 0 worse: 310 against 177 of the square), its Robin "
+                 "terms weighted by s 4.93e-2, the start built in 3.40e-2; the equation "
+                 "weighted by s instead of 2s 4.04e-2. Before (e3ea6ab, plain time): 4x the "
+                 "points 6.10e-2, width 60 6.25e-2, the Robin terms weighted 10 7.77e-2, "
+                 "the start built in as u = t N / 3 0.151, the soft start weighted 10 0.246",
 }
 
 

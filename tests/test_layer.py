@@ -92,6 +92,18 @@ def test_no_layer_for_a_wave_or_pure_transport(tmp_path, equation):
     assert _choice(plan, "layer") is None and not plan.problem.time.layer
 
 
+def test_a_start_that_a_built_in_wall_value_misses_stays_soft(tmp_path):
+    # u = 1 built in on the left wall against u = 0 at the start: a layer, but the start
+    # cannot be built in beside that wall value (it would not hold there)
+    text = ROD.replace("START", "0").replace("{neumann: {u: FLUX}, on: left}",
+                                             "{dirichlet: {u: 1}, on: left}")
+    plan = make_plan(_load(tmp_path, text).problem)
+    c = _choice(plan, "layer")
+    assert c.value is True and "the start soft" in c.why
+    assert plan.problem.conditions["heated"].hard is True
+    assert plan.problem.conditions["start"].hard is False
+
+
 def test_a_soft_start_the_user_asked_for_stays_soft(tmp_path):
     built = _rod(tmp_path, "0", "1", "conditions.start.hard=false")
     plan = make_plan(built.problem)
