@@ -176,11 +176,12 @@ WHY_MISSED = {
           "0.353 and v 2.20 (5000 steps, 62 s, 96c5aa9, idle): the plan's rule that keeps a "
           "first-order start soft holds here too",
     "poisson3d_cg": "the source holds sin(10 pi y) sin(5 pi z) (frequency 12 in y, inputs "
-                    "mapped to [-1, 1]); with the plan's Fourier features of those "
-                    "frequencies (plan.frequency=true) it ended at 8.10e-2 (5000 steps, "
-                    "449 s, 96c5aa9, idle), worse than without: not the missing piece; "
-                    "nor are points: 32768 interior (4x) ended at 9.65e-2 (5400 steps in "
-                    "630 s, e0617e7, a light validation sweep beside it)",
+                    "mapped to [-1, 1]); scored on the evaluation grid (this row: 7.91e-2 "
+                    "there), with the plan's Fourier features of those frequencies "
+                    "(plan.frequency=true) it ended at 8.10e-2 (5000 steps, 449 s, "
+                    "96c5aa9, idle), no better: not the missing piece; nor are points: "
+                    "32768 interior (4x) ended at 9.65e-2 there (5400 steps in 630 s, "
+                    "e0617e7, a light validation sweep beside it)",
     "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails "
           "too. Its start's modes move at 5.8 per unit time, but a small perturbation grows "
           "at up to b^2/4g = 25 (the mode cos(11 x)); read so (55e5c13, reverted), the plan "

@@ -621,30 +621,22 @@ def _natural(problem, u, k, measure: float) -> tuple[dict, list]:
 
 
 # ---------------------------------------------------------------------------
-# output scale
-
-
-# ---------------------------------------------------------------------------
 # a start layer
 
 
 def _layer(problem, n: int = 512) -> tuple[Any, list[Choice]]:
     """Time by its square root (``problem.time.layer``) where an evolution's start is a
     layer: every equation first order in time, one of them diffusive (second order in
-    space), a soft start of values, and a boundary condition on the start's fields that its
+    space), one start of values, and a boundary condition on the start's fields that its
     values miss, at the start, by more than :data:`LAYER_GAP` of their size (a cold body in
-    a hot bath: the solution near the boundary moves like ``sqrt(t - t0)``, its rate
+    a hot bath: the solution near that wall moves like ``sqrt(t - t0)``, its rate
     unbounded at the start). A network of ``t`` spends its first features on that corner;
     one of ``tau = sqrt((t - t0)/span)``, drawn uniformly in ``tau``, sees it stretched over
-    the first part of its input. Measured (PINNacle's Heat 2d-CG, written plainly: Robin
-    data u + du/dn = 5 on cold holes, the default recipe, 2026-12-05, idle): 5.62e-2 -> see
-    benchmarks/PINNACLE.md; the later slices' error 2.7 % -> 1.5 %.
-    Not with a start built in (the factor ``(t - t0)`` pins the layer's corner: 0.107 on
-    the same problem), a second time derivative (a wave carries its jump along, it does
-    not diffuse it) or no diffusion."""
-    from pinn.points import ProblemPoints
-    from pinn.scales import _eval, _zeroed
-
+    the first part of its input, and a start built in as ``u0 + tau N`` moves as the
+    solution does (``u0 + (t - t0) N`` cannot). Not for a second time derivative (a wave
+    carries its jump along, it does not diffuse it) or no diffusion. Measured (PINNacle's
+    Heat 2d-CG, written plainly: Robin data u + du/dn = 5 on holes in a cold plate, the
+    default recipe, idle): 5.62e-2 with plain time, 3.35e-2 with the layer."""
     time = problem.time
     if time is None or time.layer or problem.ranged or not problem.equations:
         return problem, []
@@ -655,39 +647,12 @@ def _layer(problem, n: int = 512) -> tuple[Any, list[Choice]]:
             o.get(c, 0) >= 2 for o in orders for c in problem.spatial):
         return problem, []
     starts = [(name, c) for name, c in problem.conditions.items() if isinstance(c, C.Initial)]
-    if len(starts) != 1 or starts[0][1].rates:
+    if len(starts) != 1 or starts[0][1].rates or any(
+            calculus.fields_of(v) for _, v in starts[0][1].values):
         return problem, []
     sname, start = starts[0]
-    if any(calculus.fields_of(v) for _, v in start.values):
-        return problem, []
-    values = dict(start.values)
-    draw = ProblemPoints(problem)
-    ti = problem.time_index
     try:
-        x0 = np.asarray(draw.initial(jax.random.PRNGKey(0), n), np.float64)
-        size = max(float(np.max(np.abs(_eval(problem, v, x0)))) for v in values.values())
-        worst = None
-        for k, (name, c) in enumerate(problem.conditions.items()):
-            if c is start or isinstance(c, (C.Initial, C.Data, C.Energy)) or c.kind == "periodic":
-                continue
-            if not set(c.fields_used()) <= set(values):
-                continue
-            res = c.residuals(problem, name)
-            if res.points is not None or res.match is not None or not isinstance(
-                    res.on, (str, tuple)) or res.on in ("interior", "initial"):
-                continue
-            xb, normals = (np.array(a, np.float64) for a in draw.boundary(
-                jax.random.PRNGKey(k + 1), n, res.on))
-            xb[:, ti] = time.t0
-            extra = {s: normals[:, i] for i, s in enumerate(C.normal_symbols(len(
-                problem.spatial)))}
-            for e in res.exprs.values():
-                gap = _eval_with(problem, _zeroed(problem, e, values), xb, extra, _eval)
-                scale = max(size, _largest(problem, e, values, xb, extra, _eval))
-                g = float(np.nanmax(np.abs(gap))) if np.any(np.isfinite(gap)) else 0.0
-                if scale > 0 and g > LAYER_GAP * scale and (worst is None or g / scale
-                                                              > worst[1] / worst[2]):
-                    worst = (name, g, scale)
+        worst = _start_gap(problem, start, n)
     except (ValueError, TypeError, KeyError, NotImplementedError):
         return problem, []
     if worst is None:
@@ -702,13 +667,51 @@ def _layer(problem, n: int = 512) -> tuple[Any, list[Choice]]:
         conditions = dict(layered.conditions)
         conditions[sname] = start.with_hard(why is None)
         layered = replace(layered, conditions=conditions)
-        built = (f"; the start built in, u = u0 + sqrt((t - t0)/span) N" if why is None
+        built = ("; the start built in, u = u0 + sqrt((t - t0)/span) N" if why is None
                  else f"; the start soft: {why}")
     return layered, [Choice("layer", True, f"the start ({sname}) misses {name} where they meet "
                             f"by up to {g:.3g} (of {scale:.3g}): a layer moving like "
                             "sqrt(t - t0); time drawn and taken by the network as "
                             "sqrt((t - t0)/span), the equations and boundary conditions "
                             f"weighted by it{built}")]
+
+
+def _start_gap(problem, start, n: int) -> tuple[str, float, float] | None:
+    """The boundary condition the start's values miss most, at ``t0``, relative to their
+    size: ``(name, gap, size)``, or None where none misses by :data:`LAYER_GAP` of it. Each
+    condition's residual with the start's values in place of the fields (their derivatives
+    taken symbolically), at its own points moved to ``t0``."""
+    from pinn.points import ProblemPoints
+    from pinn.scales import _zeroed
+
+    values = dict(start.values)
+    draw, ti = ProblemPoints(problem), problem.time_index
+    x0 = np.asarray(draw.initial(jax.random.PRNGKey(0), n), np.float64)
+    size = max(float(np.max(np.abs(_at(problem, v, x0)))) for v in values.values())
+    worst = None
+    for k, (name, c) in enumerate(problem.conditions.items()):
+        if isinstance(c, (C.Initial, C.Data, C.Energy)) or not set(c.fields_used()) <= set(
+                values):
+            continue
+        res = c.residuals(problem, name)
+        if (res.points is not None or res.match is not None
+                or not isinstance(res.on, (str, tuple)) or res.on in ("interior", "initial")):
+            continue
+        xb, normals = (np.array(a, np.float64) for a in draw.boundary(
+            jax.random.PRNGKey(k + 1), n, res.on))
+        xb[:, ti] = problem.time.t0
+        extra = {s: normals[:, i] for i, s in enumerate(C.normal_symbols(len(
+            problem.spatial)))}
+        for e in res.exprs.values():
+            gap = np.abs(_at(problem, _zeroed(problem, e, values), xb, extra))
+            terms = [np.abs(_at(problem, _zeroed(problem, p, values), xb, extra))
+                     for p in _additive(problem.expand(e))]
+            scale = max([size] + [float(np.nanmax(v)) for v in terms if np.any(np.isfinite(v))])
+            g = float(np.nanmax(gap)) if np.any(np.isfinite(gap)) else 0.0
+            if scale > 0 and g > LAYER_GAP * scale and (
+                    worst is None or g / scale > worst[1] / worst[2]):
+                worst = (name, g, scale)
+    return worst
 
 
 def _settle_starts(problem):
@@ -718,44 +721,29 @@ def _settle_starts(problem):
     return replace(problem, conditions=conditions)
 
 
-def _eval_with(problem, e, pts, extra, _eval):
-    """``e`` at ``pts`` with the normal symbols' values ``extra``."""
-    if not extra:
-        return _eval(problem, e, pts)
+def _at(problem, e, pts, extra=None) -> np.ndarray:
+    """``e`` at ``pts`` in float64 (NumPy), with the normal symbols' values ``extra``."""
     from pinn.dsl.evaluate import evaluate_numpy
     from pinn.scales import _env
 
-    env = {**_env(problem, pts), **extra}
+    env = {**_env(problem, pts), **(extra or {})}
     with np.errstate(all="ignore"):
         out = evaluate_numpy(calculus.expand(problem.expand(e), problem.spatial,
                                              problem.coords), env)
     return np.broadcast_to(np.asarray(out, np.float64), (pts.shape[0],))
 
 
-def _largest(problem, e, values, pts, extra, _eval) -> float:
-    """The largest term of ``e`` with the start's values in place of the fields (the size
-    a gap is measured against)."""
-    from pinn.scales import _zeroed
+def _additive(e) -> list:
+    """The additive pieces of ``e`` (the sizes a gap is measured against)."""
+    if isinstance(e, (E.Add, E.Sub)):
+        return _additive(e.left) + _additive(e.right)
+    if isinstance(e, E.Neg):
+        return _additive(e.arg)
+    return [e]
 
-    ex = problem.expand(e)
-    pieces = [ex]
-    out, k = [], 0
-    while k < len(pieces):
-        p = pieces[k]
-        k += 1
-        if isinstance(p, (E.Add, E.Sub)):
-            pieces += [p.left, p.right]
-        elif isinstance(p, E.Neg):
-            pieces.append(p.arg)
-        else:
-            out.append(p)
-    top = 0.0
-    for p in out:
-        v = _eval_with(problem, _zeroed(problem, p, values), pts, extra, _eval)
-        v = v[np.isfinite(v)]
-        if v.size:
-            top = max(top, float(np.max(np.abs(v))))
-    return top
+
+# ---------------------------------------------------------------------------
+# output scale
 
 
 def _scale(problem, model) -> tuple[Any, list[Choice]]:

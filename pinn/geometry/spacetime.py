@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -75,8 +76,6 @@ class TimeInterval:
 
     def draw(self, key, n: int, dtype):
         """``[n, 1]`` times over the interval: uniform, or uniform in ``tau`` for a layer."""
-        import jax
-
         u = jax.random.uniform(key, (n, 1), dtype=dtype)
         return self.t0 + (self.t1 - self.t0) * (u * u if self.layer else u)
 
