@@ -181,7 +181,10 @@ WHY_MISSED = {
                     "(plan.frequency=true) it ended at 8.10e-2 (5000 steps, 449 s, "
                     "96c5aa9, idle), no better: not the missing piece; nor are points: "
                     "32768 interior (4x) ended at 9.65e-2 there (5400 steps in 630 s, "
-                    "e0617e7, a light validation sweep beside it)",
+                    "e0617e7, a light validation sweep beside it). Capacity may be: a "
+                    "3 x 60 network ended at 6.42e-2 there (5600 steps, 363 s, the stop "
+                    "rule; 253d5d6, idle), but the plan sizes no network by the problem, "
+                    "and one problem is not grounds for a rule",
     "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails "
           "too. Its start's modes move at 5.8 per unit time, but a small perturbation grows "
           "at up to b^2/4g = 25 (the mode cos(11 x)); read so (55e5c13, reverted), the plan "
