@@ -246,3 +246,31 @@ def test_the_layer_beats_plain_time_on_the_heated_rod(tmp_path):
         errors[layer] = _rod_error(built.setup(progress=False).train())
     assert errors[True] < 1e-3
     assert errors[False] > 5 * errors[True]
+
+
+def test_root_starts_with_and_without_walls():
+    from pinn.nets import hard_dirichlet_initial, hard_initial
+
+    with jax.enable_x64(True):
+        def net(p, x):  # a stand-in network: 1 + x^2 + t, nonzero everywhere
+            return (1.0 + x[:, :1] ** 2 + x[:, 1:2]) * p
+
+        u0 = lambda x: jnp.sin(x[:, 0])  # noqa: E731
+        g = lambda x: 2.0 + x[:, 1]  # noqa: E731
+        d = lambda x: x[:, 0] * (1.0 - x[:, 0])  # noqa: E731
+        x = jnp.asarray(np.random.default_rng(1).uniform([0, 1], [1, 5], (50, 2)))
+        frac = np.sqrt((np.asarray(x[:, 1]) - 1.0) / 4.0 + 1e-12) - 1e-6
+        n = np.asarray(net(1.0, x)).ravel()
+        a = hard_initial(net, u0, t_index=1, t0=1.0, span=4.0, root=True)
+        np.testing.assert_allclose(np.asarray(a(1.0, x)).ravel(),
+                                   np.sin(np.asarray(x[:, 0])) + frac * n, rtol=1e-12)
+        b = hard_dirichlet_initial(net, d, g, u0, t_index=1, t0=1.0, span=4.0, root=True)
+        want = (np.sin(np.asarray(x[:, 0])) + (np.asarray(x[:, 1]) - 1.0)
+                + np.asarray(d(x)) * frac * n)
+        np.testing.assert_allclose(np.asarray(b(1.0, x)).ravel(), want, rtol=1e-12)
+        # exact at the start, and on the walls (d = 0) the wall's value moved by its start
+        x0 = x.at[:, 1].set(1.0)
+        np.testing.assert_allclose(np.asarray(b(1.0, x0)).ravel(), np.sin(np.asarray(x[:, 0])),
+                                   atol=1e-15)
+        with pytest.raises(ValueError, match="root=True"):
+            hard_initial(net, u0, t_index=1, rate_fn=u0, root=True)
