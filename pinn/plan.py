@@ -681,13 +681,14 @@ def _start_gap(problem, start, n: int) -> tuple[str, float, float] | None:
     size: ``(name, gap, size)``, or None where none misses by :data:`LAYER_GAP` of it. Each
     condition's residual with the start's values in place of the fields (their derivatives
     taken symbolically), at its own points moved to ``t0``."""
+    from pinn.dsl.symbolic import summands
     from pinn.points import ProblemPoints
-    from pinn.scales import _zeroed
+    from pinn.scales import _eval, _zeroed
 
     values = dict(start.values)
     draw, ti = ProblemPoints(problem), problem.time_index
     x0 = np.asarray(draw.initial(jax.random.PRNGKey(0), n), np.float64)
-    size = max(float(np.max(np.abs(_at(problem, v, x0)))) for v in values.values())
+    size = max(float(np.max(np.abs(_eval(problem, v, x0)))) for v in values.values())
     worst = None
     for k, (name, c) in enumerate(problem.conditions.items()):
         if isinstance(c, (C.Initial, C.Data, C.Energy)) or not set(c.fields_used()) <= set(
@@ -703,9 +704,9 @@ def _start_gap(problem, start, n: int) -> tuple[str, float, float] | None:
         extra = {s: normals[:, i] for i, s in enumerate(C.normal_symbols(len(
             problem.spatial)))}
         for e in res.exprs.values():
-            gap = np.abs(_at(problem, _zeroed(problem, e, values), xb, extra))
-            terms = [np.abs(_at(problem, _zeroed(problem, p, values), xb, extra))
-                     for p in _additive(problem.expand(e))]
+            gap = np.abs(_eval(problem, _zeroed(problem, e, values), xb, extra))
+            terms = [np.abs(_eval(problem, _zeroed(problem, p, values), xb, extra))
+                     for p in summands(problem.expand(e))]
             scale = max([size] + [float(np.nanmax(v)) for v in terms if np.any(np.isfinite(v))])
             g = float(np.nanmax(gap)) if np.any(np.isfinite(gap)) else 0.0
             if scale > 0 and g > LAYER_GAP * scale and (
@@ -719,27 +720,6 @@ def _settle_starts(problem):
     conditions = {n: c.with_hard(False) if isinstance(c, C.Initial) and c.hard is None
                   and not c.rates else c for n, c in problem.conditions.items()}
     return replace(problem, conditions=conditions)
-
-
-def _at(problem, e, pts, extra=None) -> np.ndarray:
-    """``e`` at ``pts`` in float64 (NumPy), with the normal symbols' values ``extra``."""
-    from pinn.dsl.evaluate import evaluate_numpy
-    from pinn.scales import _env
-
-    env = {**_env(problem, pts), **(extra or {})}
-    with np.errstate(all="ignore"):
-        out = evaluate_numpy(calculus.expand(problem.expand(e), problem.spatial,
-                                             problem.coords), env)
-    return np.broadcast_to(np.asarray(out, np.float64), (pts.shape[0],))
-
-
-def _additive(e) -> list:
-    """The additive pieces of ``e`` (the sizes a gap is measured against)."""
-    if isinstance(e, (E.Add, E.Sub)):
-        return _additive(e.left) + _additive(e.right)
-    if isinstance(e, E.Neg):
-        return _additive(e.arg)
-    return [e]
 
 
 # ---------------------------------------------------------------------------

@@ -58,10 +58,11 @@ def _env(problem, pts: np.ndarray) -> dict:
     return env
 
 
-def _eval(problem, e: E.Expr, pts: np.ndarray) -> np.ndarray:
+def _eval(problem, e: E.Expr, pts: np.ndarray, extra: dict | None = None) -> np.ndarray:
+    """``e`` at ``pts`` in float64 (NumPy); ``extra``: more symbols' values (normals)."""
     with np.errstate(all="ignore"):
         out = evaluate_numpy(K.expand(problem.expand(e), problem.spatial, problem.coords),
-                             _env(problem, pts))
+                             {**_env(problem, pts), **(extra or {})})
     return np.broadcast_to(np.asarray(out, np.float64), (pts.shape[0],))
 
 

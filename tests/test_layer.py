@@ -16,7 +16,6 @@ import pinn
 from pinn import config
 from pinn.geometry.spacetime import TimeInterval
 from pinn.plan import Planning, make_plan
-from pinn.points import ProblemPoints
 from pinn.train.loss import INTERIOR, assemble
 
 # a rod heated through its left end from cold: u_t = u_xx on [0, 3], u = 0 at the start,

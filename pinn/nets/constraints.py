@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pinn.geometry.spacetime import LAYER_OFFSET
 from pinn.nets._split import ApplyFn, Params
 
 PointFn = Callable[[jax.Array], jax.Array]
@@ -118,7 +119,6 @@ def hard_dirichlet(
     return _combine(apply, outputs, rule)
 
 
-_ROOT_OFFSET = 1e-6  # root=True: sqrt(frac + o^2) - o, 0 at t0, a finite slope there
 
 
 def _check_root(root: bool, rate_fn, who: str) -> None:
@@ -128,9 +128,11 @@ def _check_root(root: bool, rate_fn, who: str) -> None:
 
 
 def _root(x, t_index: int, t0: float, span: float):
-    """``[N, 1]``: ``sqrt((t - t0)/span)``, offset as :data:`_ROOT_OFFSET` says."""
+    """``[N, 1]``: ``sqrt((t - t0)/span + o^2) - o`` (``o``: the network's own offset of
+    ``tau``, :data:`pinn.geometry.spacetime.LAYER_OFFSET`): 0 at ``t0``, a finite slope
+    there."""
     frac = jnp.maximum(x[..., t_index] - t0, 0.0) / span
-    return (jnp.sqrt(frac + _ROOT_OFFSET**2) - _ROOT_OFFSET)[..., None]
+    return (jnp.sqrt(frac + LAYER_OFFSET**2) - LAYER_OFFSET)[..., None]
 
 
 def _span_scale(span: float, power: int) -> float | None:

@@ -80,7 +80,7 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
         return compile_terms(exprs, coords=problem.inputs, fields=problem.fields,
                              apply=field_apply, spatial=problem.spatial, inputs=inputs)
 
-    eq_fn = _layer_weighted(problem, compiled(dict(problem.equations)))
+    eq_fn = _equations(problem, compiled)
     eq_names = tuple(problem.equations)
 
     def residual_magnitude(params, x):
@@ -143,30 +143,48 @@ def assemble(problem, apply, points: Points | None = None, *, causal=None,
                     residual_fn=residual_magnitude)
 
 
-def _layer_weighted(problem, eq_fn):
-    """``eq_fn`` with each equation that holds a time derivative weighted by twice the time
-    interval's :meth:`~pinn.geometry.TimeInterval.weight` ``s`` where the start is a layer:
-    the equation in ``s``, ``u_s = 2 s u_t`` (the chain rule's ``2 s``; its ``u_t ~ 1/s``
-    near the start cancelled), against the boundary conditions' ``s``
-    (:func:`_layer_weighted_condition`). Measured (PINNacle's Heat 2d-CG, user file,
-    idle): ``2 s`` 3.40e-2, ``s`` 4.04e-2 (the equations then weigh a quarter as much
-    against the Robin conditions)."""
+def _layer_weighted(problem, fn, factor: float = 1.0, names=None):
+    """``fn`` (residuals by name, of ``(params, x, ...)``) with the residuals ``names``
+    (None: all) times ``factor`` times the time interval's
+    :meth:`~pinn.geometry.TimeInterval.weight` ``s`` where the start is a layer; ``fn``
+    itself otherwise. The equations with a time derivative take ``2 s``: the equation in
+    ``s``, ``u_s = 2 s u_t`` (the chain rule's ``2 s``; its ``u_t ~ 1/s`` near the start
+    cancelled); the boundary conditions ``s`` (at the layer's corner the start and the
+    boundary data disagree, and the boundary's side may not pull the start's). Measured
+    (PINNacle's Heat 2d-CG, user file, idle): equations ``2 s`` 3.40e-2, ``s`` 4.04e-2 (they
+    then weigh a quarter as much against the Robin conditions); with the start soft, the
+    Robin terms unweighted 6.23e-2, weighted by ``s`` 4.93e-2."""
     time = problem.time
     if time is None or not time.layer:
-        return eq_fn
-    t, ti = problem.time_coord, problem.time_index
-    timed = {n for n, e in problem.equations.items()
-             if calculus.coord_orders(problem.expand(e), problem.spatial).get(t, 0)}
+        return fn
+    ti = problem.time_index
 
-    def weighted(params, x):
-        res = dict(eq_fn(params, x))
-        w = 2.0 * time.weight(x[..., ti])  # u_s = 2 s u_t
-        for n in timed:
+    def weighted(params, x, *rest):
+        res = dict(fn(params, x, *rest))
+        w = factor * time.weight(x[..., ti])
+        for n in res if names is None else names:
             r = res[n]
             res[n] = r * w.reshape(w.shape + (1,) * (r.ndim - w.ndim)).astype(r.dtype)
         return res
 
     return weighted
+
+
+def _equations(problem, compiled):
+    """The equations' residuals, ``fn(params, x) -> {name: [N]}``: those with a time
+    derivative weighted by ``2 s`` where the start is a layer (the equation in
+    ``s = sqrt(3 (t - t0)/span)``: ``u_s = 2 s u_t``, :func:`_layer_weighted`)."""
+    return _layer_weighted(problem, compiled(dict(problem.equations)), 2.0,
+                           _with_rate(problem))
+
+
+def _with_rate(problem) -> set:
+    """The names of the equations that hold a time derivative (none in a steady problem)."""
+    t = problem.time_coord
+    if t is None:
+        return set()
+    return {n for n, e in problem.equations.items()
+            if calculus.coord_orders(problem.expand(e), problem.spatial).get(t, 0)}
 
 
 def _equation_block(problem, eq_fn, eq_names, causal) -> Block:
@@ -218,29 +236,10 @@ def _condition_block(draw: ProblemPoints, c, name, res: C.Residuals, fn, points:
 
         return Block((name,), entry, periodic), sample
     if region not in ("interior", "initial"):  # a boundary condition
-        fn = _layer_weighted_condition(draw.problem, fn)
+        fn = _layer_weighted(draw.problem, fn)
     if res.normals and region not in ("interior", "initial"):
         return Block((name,), entry, lambda params, e: {name: fn(params, *e)}), sample
     return Block((name,), entry, lambda params, x: {name: fn(params, x)}), sample
-
-
-def _layer_weighted_condition(problem, fn):
-    """A boundary condition's residuals weighted by ``s`` (the time interval's
-    :meth:`~pinn.geometry.TimeInterval.weight`) where the start is a layer: at the layer's
-    corner the start and the boundary data disagree, and the boundary's side may not pull
-    the start's (on PINNacle's Heat 2d-CG with its start soft, 6.23e-2 unweighted, 4.93e-2
-    weighted; the start built in, 3.40e-2)."""
-    time = problem.time
-    if time is None or not time.layer:
-        return fn
-    ti = problem.time_index
-
-    def weighted(params, x, *rest):
-        w = time.weight(x[..., ti])
-        return {k: r * w.reshape(w.shape + (1,) * (r.ndim - w.ndim)).astype(r.dtype)
-                for k, r in fn(params, x, *rest).items()}
-
-    return weighted
 
 
 def _energy_block(draw: ProblemPoints, name, res: C.Residuals, fn, points: Points,
