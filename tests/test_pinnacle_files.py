@@ -122,6 +122,10 @@ def test_table3_json_is_pinnacles_table():
     # the four problems every PINNacle method fails
     assert {k for k, p in t3.items() if p.best >= 0.95} == set(pinnacle.HARD)
     assert json.loads(pinnacle.TABLE3_JSON.read_text())["_source"].startswith("PINNacle")
+    # every cell has the digits the verdicts compare at (pinnacle.at_table_precision)
+    cells = [v for r in json.loads(pinnacle.TABLE3_JSON.read_text())["problems"]
+             for v in r["values"].values() if v is not None]
+    assert len(cells) > 200 and all(pinnacle.at_table_precision(v) == v for v in cells)
 
 
 def test_table3_json_matches_the_markdown():
@@ -161,6 +165,12 @@ def test_verdicts_and_summary():
     assert v["pinv"][5].startswith("1.00e-02 (user file") and v["pinv"][8] == "yes (both)"
     assert pinnacle.beats(2.2e-2, pinnacle.TABLE3["pinv"]) == "yes vs vPINN 2.45e-02 only"
     assert pinnacle.beats(0.1, pinnacle.TABLE3["pinv"]) == "no"
+    # at the table's three digits: Heat 2d-CG's best is LAAF's 2.39e-2, Heat 2d-LT's plain
+    # PINN 0.999
+    assert pinnacle.beats(2.384e-2, pinnacle.TABLE3["heat2d_cg"]) == "yes"
+    assert pinnacle.beats(2.386e-2, pinnacle.TABLE3["heat2d_cg"]) == "no"  # 2.39e-2: equal
+    hlt = next(e for e in pinnacle.SUITE if e.key == "heat2d_lt")
+    assert not pinnacle._above_pinn(hlt, 0.99909) and pinnacle._above_pinn(hlt, 0.9996)
     assert v["ks"][8:] == ["yes", "yes", "no"]
     assert v["heat2d_ms"][2] == "failed" and v["heat2d_ms"][8:] == ["no", "no", "no"]
     assert v["poisson_nd"][2] == "(1.00e-09)" and v["poisson_nd"][8:] == ["–", "–", "–"]
