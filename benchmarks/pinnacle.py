@@ -201,7 +201,13 @@ WHY_MISSED = {
           "idle): the second window starts from the first's error, grown ~e^12, and a wrong "
           "chaotic field scores worse than none. The first 0.4 time units hold only 19 % "
           "of the reference's squared norm",
-    "burgers2d_c": "scored against stand-in initial data (PINNacle's is not public)",
+    "burgers2d_c": "scored against stand-in initial data (PINNacle's is not public). Shocks "
+                   "of width ~1e-3 form by t ~ 0.3 (nu = 0.001); its loss ends at 0.11. On "
+                   "the evaluation grid this row is u 0.452, v 0.356; none of these moved it "
+                   "(each two at a time on the 2 cores, 50b2749, 2026-12-05): a 3 x 60 "
+                   "network u 0.440, v 0.347 (4550 steps, the 600 s budget); 32768 interior "
+                   "points u 0.440, v 0.348 (5600 steps, the budget); causal weighting u "
+                   "0.418, v 0.391; the periodic pairs built in u 0.501, v 0.397",
     "heat2d_vc": "the error moves with each redraw of the points, between 5.7e-2 and 7.4e-2 "
                  "over one run's last 2000 steps (0239866, evaluated every 500): this row ended at "
                  "7.19e-2 where f6f9cb9's extension (its SSBroyden stage, still in float32, "

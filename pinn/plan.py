@@ -99,6 +99,10 @@ HARD_START_HORIZON = 20 * np.pi
 #: their values' size is a layer (:func:`_layer`).
 LAYER_GAP = 1e-2
 
+#: How many times smaller than another equation's terms an equation's must be for the plan
+#: to weight its residual (:func:`_residuals`): dimensional analysis is good to a few times.
+RESIDUALS_ABOVE = 10.0
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -133,6 +137,8 @@ class Planning:
     holdout: bool = True
     energy: bool = True
     layer: bool = True
+    residuals: bool = True
+    unevolved: bool = True
     weighted: tuple[str, ...] = ()  # conditions whose weight the user gave: kept
 
 
@@ -167,8 +173,11 @@ def make_plan(problem, model=None, training: Training | None = None,
     elif planning is False:
         planning = Planning(hard=False, points=False, scale=False, frequency=False,
                             windows=False, balance=False, holdout=False, energy=False,
-                            layer=False)
+                            layer=False, residuals=False, unevolved=False)
     choices: list[Choice] = []
+    if planning.unevolved:
+        problem, made = _unevolved(problem)
+        choices += made
     problem, made = _hard(problem, planning.hard)
     choices += made
     validation: tuple = ()
@@ -203,6 +212,9 @@ def make_plan(problem, model=None, training: Training | None = None,
     if energy and training.stop is not None:  # an energy has no floor at zero to judge by
         training = replace(training, stop=replace(training.stop, residual=None,
                                                   improvement=None))
+    if planning.residuals:
+        training, made = _residuals(problem, training)
+        choices += made
     if may(planning.points):
         training, made = _points(problem, training)
         choices += made
@@ -210,6 +222,50 @@ def make_plan(problem, model=None, training: Training | None = None,
         training, made = _windows(problem, training)
         choices += made
     return Plan(problem, model, training, tuple(choices), validation)
+
+
+# ---------------------------------------------------------------------------
+# starts of fields no equation evolves
+
+
+def _unevolved(problem) -> tuple[Any, list[Choice]]:
+    """The start values of the fields no equation differentiates in time left out (the
+    pressure of an incompressible flow, a field an equation defines at each instant): such
+    a field follows the others at every time, so its value at the start is fixed by
+    theirs, and a start for it repeats that or contradicts it. PINNacle's NS 2d-LT states
+    p = 0 at t = 0, where the flow, at rest, is accelerated by its inflow at once and the
+    pressure that drives it is up to 38 (its reference); kept, that slice held 95 % of the
+    squared error of an otherwise good run (0.33 in all, :func:`_residuals`' docstring).
+    Only in an evolution (some equation differentiates some field in time); a start left
+    with no values goes."""
+    t = problem.time_coord
+    if t is None:
+        return problem, []
+    evolved = {f.name for eq in problem.equations.values()
+               for f, wrt in calculus.field_derivatives(calculus.expand(
+                   problem.expand(eq), problem.spatial, problem.coords)) if t in wrt}
+    if not evolved:
+        return problem, []
+    conditions, dropped = dict(problem.conditions), {}
+    for name, c in problem.conditions.items():
+        left = [f.name for f, _ in c.values] if isinstance(c, C.Initial) else []
+        left = [f for f in left if f not in evolved]
+        if not left:
+            continue
+        data = c.to_data()
+        values = {k: v for k, v in data["values"].items() if k not in left}
+        rates = {k: v for k, v in data["rates"].items() if k not in left}
+        dropped[name] = left
+        if values:
+            conditions[name] = type(c).from_data({**data, "values": values, "rates": rates})
+        else:
+            del conditions[name]
+    if not dropped:
+        return problem, []
+    return replace(problem, conditions=conditions), [Choice(
+        "unevolved", dropped, "start values left out: no equation holds "
+        + ", ".join(sorted({f for fs in dropped.values() for f in fs}))
+        + "'s time derivative, so the other fields fix it at every time, the start too")]
 
 
 # ---------------------------------------------------------------------------
@@ -734,14 +790,17 @@ def _scale(problem, model) -> tuple[Any, list[Choice]]:
     if not isinstance(model, ModelSpec) or model.output_scale is not None:
         return model, []
     sizes = field_sizes(problem)
+    balanced = balanced_sizes(problem, sizes)
+    sizes.update({f: v for f, (v, _) in balanced.items()})
     scale = tuple(_round(sizes.get(f.name, 0.0)) for f in problem.fields)
     if all(v == 1.0 for v in scale):
         return model, []
     chosen = {f.name: v for f, v in zip(problem.fields, scale, strict=True) if v != 1.0}
+    why = [f"{n} ~ {sizes[n]:.2g}: {balanced[n][1]}" if n in balanced else
+           f"{n} up to {sizes[n]:.3g}: its boundary, initial and data values" for n in chosen]
     return replace(model, output_scale=scale), [Choice(
-        "scale", chosen, "the network's output times the size of the field's boundary, "
-        "initial and data values (" + ", ".join(f"{n} up to {sizes[n]:.3g}"
-                                               for n in chosen) + ")")]
+        "scale", chosen, "the network's output times the field's size (" + "; ".join(why)
+        + ")")]
 
 
 def _frequency(problem, model) -> tuple[Any, list[Choice]]:
@@ -813,6 +872,132 @@ def field_sizes(problem, n: int = 512, seed: int = 0) -> dict[str, float]:
             for f, v in c.values:
                 see(f, v)
     return sizes
+
+
+def balanced_sizes(problem, sizes: dict[str, float], n: int = 512,
+                   seed: int = 0) -> dict[str, tuple[float, str]]:
+    """``{field: (size, why)}`` for the fields ``sizes`` (:func:`field_sizes`) says nothing
+    of (no value, or only zeros) that an equation holds only through first derivatives (a
+    pressure in a momentum equation, a velocity component in continuity, an unknown whose
+    rate alone is given): there those derivatives balance the equation's other terms, so
+    the field's size is theirs over ``max_c a_c / l_c``, ``a_c`` the largest coefficient of
+    its derivative along ``c`` and ``l_c`` the domain's extent along ``c`` (in time, one
+    over the evolution's rate). A second derivative is left alone: how far a diffusion
+    spreads a source depends on modes the problem does not state (a Poisson source of
+    sin(pi x) sin(pi y) on [-1, 1]^2 makes u of 1/(2 pi^2) of it, not 4x). Terms are sized
+    by :func:`_term_sizes`; the largest estimate over the equations is kept."""
+    from pinn.dsl.symbolic import summands
+    from pinn.points import ProblemPoints
+
+    unknown = [f for f in problem.fields if not sizes.get(f.name)]
+    if not unknown:
+        return {}
+    per = _per_unit(problem)
+    x = np.asarray(ProblemPoints(problem).interior(jax.random.PRNGKey(seed), n), np.float64)
+    out: dict[str, tuple[float, str]] = {}
+    for name, eq in problem.equations.items():
+        ex = calculus.expand(problem.expand(eq), problem.spatial, problem.coords)
+        derivs = calculus.field_derivatives(ex)
+        for f in unknown:
+            wrts = sorted({tuple(w) for g, w in derivs if g == f and w}, key=str)
+            zero = {E.Derivative(f, w): E.Number(0.0) for w in wrts}
+            rest = calculus.substitute(ex, zero)
+            if not wrts or any(len(w) > 1 for w in wrts) or f in calculus.fields_of(rest):
+                continue  # not in it, not only differentiated, or a higher derivative
+            other = _term_sizes(problem, summands(rest), sizes, per, x)
+            own = max(per[w[0]] * _term_sizes(problem, [
+                calculus.substitute(t, {**zero, E.Derivative(f, w): E.Number(1.0)})
+                for t in summands(ex) if E.Derivative(f, w) in calculus.walk(t)],
+                sizes, per, x) for w in wrts)
+            size = other / own if own > 0 else 0.0
+            if math.isfinite(size) and size > out.get(f.name, (0.0, ""))[0]:
+                along = ", ".join(w[0].name for w in wrts)
+                out[f.name] = (size, f"its derivatives along {along} balance {name}'s "
+                               f"other terms (up to {other:.2g}) over the domain")
+    return out
+
+
+def equation_sizes(problem, sizes: dict[str, float] | None = None, n: int = 512,
+                   seed: int = 0) -> dict[str, float]:
+    """``{equation: size}``: each equation's largest term by dimensional analysis
+    (:func:`_term_sizes`), the fields sized by their values (:func:`field_sizes`) or, where
+    they have none, by the terms they balance (:func:`balanced_sizes`); a field sized by
+    neither counts as order one (the network's own output)."""
+    from pinn.dsl.symbolic import summands
+    from pinn.points import ProblemPoints
+
+    if sizes is None:
+        sizes = field_sizes(problem)
+        sizes.update({f: v for f, (v, _) in balanced_sizes(problem, sizes).items()})
+    sizes = {f.name: sizes.get(f.name) or 1.0 for f in problem.fields}
+    per = _per_unit(problem)
+    x = np.asarray(ProblemPoints(problem).interior(jax.random.PRNGKey(seed), n), np.float64)
+    return {name: _term_sizes(problem, summands(calculus.expand(
+        problem.expand(eq), problem.spatial, problem.coords)), sizes, per, x)
+        for name, eq in problem.equations.items()}
+
+
+def _per_unit(problem) -> dict:
+    """``{coordinate: 1/extent}`` over the domain's bounding box, and for time the
+    evolution's rate (:func:`pinn.scales.problem_scales`; one over the span where none is
+    seen): what a derivative along each coordinate multiplies a size by."""
+    from pinn.scales import problem_scales
+
+    lo, hi = (np.asarray(b, np.float64) for b in problem.space.bounds)
+    per = {c: 1.0 / float(h - low) for c, low, h in zip(problem.spatial, lo, hi, strict=True)}
+    if problem.time is not None:
+        rate = problem_scales(problem).rate
+        per[problem.time_coord] = rate or 1.0 / float(problem.time.t1 - problem.time.t0)
+    return per
+
+
+def _term_sizes(problem, terms: list, sizes: dict[str, float], per: dict,
+                x: np.ndarray) -> float:
+    """The largest of ``terms`` by dimensional analysis: each field its size (0 where
+    unknown), each derivative along ``c`` times ``per[c]`` (one over the domain's extent,
+    in time the rate), coefficients and sources their largest value at the points ``x``."""
+    from pinn.scales import _eval
+
+    best = 0.0
+    for term in terms:
+        mapping: dict = {}
+        for g, wrt in calculus.field_derivatives(term):
+            value = sizes.get(g.name, 0.0) * math.prod(per[c] for c in wrt)
+            mapping[E.Derivative(g, tuple(wrt)) if wrt else g] = E.Number(value)
+        for g in problem.fields:
+            mapping.setdefault(g, E.Number(sizes.get(g.name, 0.0)))
+        v = np.abs(_eval(problem, calculus.substitute(term, mapping), x))
+        v = v[np.isfinite(v)]
+        best = max(best, float(v.max()) if v.size else 0.0)
+    return best
+
+
+def _residuals(problem, training: Training) -> tuple[Training, list[Choice]]:
+    """Each equation whose largest term (:func:`equation_sizes`) is more than
+    :data:`RESIDUALS_ABOVE` times smaller than another's weighted by the square of that
+    ratio, so that the loss measures every equation against its own terms and each is met
+    to the same relative accuracy: unweighted, an incompressible flow driven at rate 10
+    (PINNacle's NS 2d-LT: momentum terms of ~22, continuity ~1.1) is fitted with its
+    momentum balanced to 1e-3 of its terms while continuity is off by half of its own, and
+    the pressure that continuity demands is never built. Only under fixed weighting, and
+    not an equation the user weighted; dimensional analysis is good to a few times, so
+    equations within :data:`RESIDUALS_ABOVE` of each other are left alone."""
+    from pinn.train.weighting import Fixed
+
+    if len(problem.equations) < 2 or type(training.weighting) is not Fixed:
+        return training, []
+    given = dict(training.weighting.weights or {})
+    sizes = equation_sizes(problem)
+    top = max(sizes.values())
+    chosen = {name: float(f"{(top / s) ** 2:.2g}") for name, s in sizes.items()
+              if name not in given and s > 0 and top / s > RESIDUALS_ABOVE}
+    if not chosen:
+        return training, []
+    weighting = replace(training.weighting, weights={**given, **chosen})
+    return replace(training, weighting=weighting), [Choice(
+        "residuals", chosen, "each equation weighted by the square of its terms' size "
+        "against the largest equation's (by dimensional analysis: " + ", ".join(
+            f"{n} {v:.2g}" for n, v in sizes.items()) + ")")]
 
 
 # ---------------------------------------------------------------------------

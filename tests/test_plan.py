@@ -259,6 +259,79 @@ def test_fields_far_from_order_one_scale_the_network_output(tmp_path):
                    for c in make_plan(unit.problem, unit.model(), None).choices)
 
 
+CHANNEL = """\
+coords: [x, y, t]
+fields: [u, v, p]
+domain: {rectangle: {min: [0, 0], max: [4, 1]}, time: [0, 1]}
+equations:
+  momentum_x: "u_t + p_x - 0.01*(u_xx + u_yy)"
+  momentum_y: "v_t + p_y"
+  continuity: "u_x + v_y"
+conditions:
+  inlet: {dirichlet: {u: "3*sin(pi*y)*sin(20*t)", v: 0}, on: left}
+  outlet: {dirichlet: {p: 0}, on: right}
+  walls: {dirichlet: {u: 0, v: 0}, on: [bottom, top]}
+  start: {initial: {u: 0, v: 0}}
+"""
+
+
+def test_a_pressure_is_sized_by_the_terms_its_gradient_balances(tmp_path):
+    """A channel of length 4 whose inflow, 3 sin(pi y) sin(20 t), moves at rate 20: p has
+    only zeros for values and appears only as p_x, p_y, so its size is p_x's balance over
+    the length, 4 x (20 x 3) = 240 (u_t dominates; the viscous terms are 0.03 and 0.002):
+    the network's p is scaled by 2e2 and the plan says why; v (zeros too, only v_y in
+    continuity) balances u_x: 3/4 over the height 1, left at 1; u keeps its own values'."""
+    from pinn.plan import balanced_sizes, field_sizes
+
+    built = _load(tmp_path, CHANNEL)
+    sizes = field_sizes(built.problem)
+    assert sizes["u"] == pytest.approx(3.0, rel=0.02) and sizes["p"] == sizes["v"] == 0.0
+    est = balanced_sizes(built.problem, sizes)
+    assert set(est) == {"p", "v"}
+    assert est["p"][0] == pytest.approx(240.0, rel=0.1) and "momentum_x" in est["p"][1]
+    assert est["v"][0] == pytest.approx(0.75, rel=0.1) and "continuity" in est["v"][1]
+    plan = make_plan(built.problem, built.model(), None, built.planning())
+    scale = {c.what: c for c in plan.choices}["scale"]
+    assert scale.value == {"p": 200.0} and "p ~ 2.4e+02" in scale.why
+    assert plan.model.output_scale == (1.0, 1.0, 200.0)
+
+
+def test_an_unknown_known_only_by_its_rate_is_sized_by_it(tmp_path):
+    """u_t = 1000 cos(10 t) from u = 0: u = 100 sin(10 t), and the plan's size, the source
+    over the rate (10), is that amplitude; the planned problem is the same problem (its
+    exact solution's residual stays zero). Second derivatives give no estimate: a Poisson
+    or heat source's reach depends on modes the problem does not state."""
+    from pinn.plan import balanced_sizes, field_sizes
+
+    ode = _load(tmp_path, """\
+coords: [x, t]
+fields: [u]
+domain: {interval: [0, 1], time: [0, 1]}
+equations: {rate: "u_t - 1000*cos(10*t)"}
+conditions: {start: {initial: {u: 0}}}
+exact: {u: "100*sin(10*t)"}
+""")
+    est = balanced_sizes(ode.problem, field_sizes(ode.problem))
+    assert est["u"][0] == pytest.approx(100.0, rel=0.1)
+    plan = make_plan(ode.problem, ode.model(), None, ode.planning())
+    assert plan.model.output_scale == (100.0,)
+    assert plan.problem.equations == ode.problem.equations
+    for pde in ("-laplacian(u) - 1000*sin(pi*x)*sin(pi*y)",
+                "u_t - laplacian(u) - 1000*sin(pi*x)*sin(pi*y)"):
+        time = ", time: [0, 1]" if "u_t" in pde else ""
+        coords = "[x, y, t]" if time else "[x, y]"
+        start = "  start: {initial: {u: 0}}\n" if time else ""
+        built = _load(tmp_path, f"""\
+coords: {coords}
+fields: [u]
+domain: {{rectangle: {{min: [0, 0], max: [1, 1]}}{time}}}
+equations: {{pde: "{pde}"}}
+conditions:
+  walls: {{dirichlet: {{u: 0}}, on: boundary}}
+{start}""", "second.yaml")
+        assert balanced_sizes(built.problem, field_sizes(built.problem)) == {}
+
+
 def test_a_scaled_solution_saves_and_loads_with_its_scale(tmp_path):
     """The scale is part of the network spec: a saved run rebuilds the same network."""
     from pinn.solution import Solution

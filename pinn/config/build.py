@@ -100,6 +100,8 @@ class Built:
                              or "windows" in self.spec.plan.model_fields_set),
                         balance=self.spec.plan.balance, holdout=self.spec.plan.holdout,
                         energy=self.spec.plan.energy, layer=self.spec.plan.layer,
+                        residuals=self.spec.plan.residuals,
+                        unevolved=self.spec.plan.unevolved,
                         weighted=tuple(n for n, c in (self.spec.conditions or {}).items()
                                        if "weight" in getattr(c, "model_fields_set", ())))
 

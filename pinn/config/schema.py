@@ -1015,7 +1015,11 @@ class PlanSpec(Strict):
     steady equation's diffusion coefficient jumps in space, minimise its energy, the
     divergence form's, beside the residual, with the network bending at the jumps);
     ``layer`` (where a diffusive evolution's soft start disagrees with its boundary
-    conditions, take time by its square root)."""
+    conditions, take time by its square root); ``residuals`` (where one equation's terms
+    are more than ten times another's, weight the smaller so that each is met to the same
+    relative accuracy, where ``training.weighting`` is fixed and does not weight it);
+    ``unevolved`` (leave out the start values of the fields no equation differentiates in
+    time, a pressure: the other fields fix them at every time)."""
 
     hard: Bool = True
     points: Bool = True
@@ -1026,6 +1030,8 @@ class PlanSpec(Strict):
     holdout: Bool = True
     energy: Bool = True
     layer: Bool = True
+    residuals: Bool = True
+    unevolved: Bool = True
 
 
 # ---------------------------------------------------------------------------
