@@ -166,9 +166,21 @@ WHY_MISSED = {
                  "reference does; the same ODE without the diffusion stays on the fixed "
                  "point as the PINN does. A residual of 1e-5 there grows by e^40 per "
                  "period: windows short against 1/15 time units would be needed",
-    "ns2d_lt": "every PINNacle method fails too; the plan marches it in 4 windows (the "
-               "inlet's rate, 10 per time unit, over 5 time units: a horizon of 50), 0.811 "
-               "(9a3d09f) against 0.910 in one window; not analysed further",
+    "ns2d_lt": "every PINNacle method fails too. The plan marches it in 4 windows (the "
+               "inlet's rate, 10 per time unit, over 5 time units: a horizon of 50); this "
+               "row (110552c) is u 0.202, v 0.821, p 0.0502 field by field: the joint "
+               "L2RE is p's, whose norm (rms 14) dwarfs u's (0.48) and v's (0.08). Three "
+               "plan choices took it from 0.811 (9a3d09f): p, which has only zeros for "
+               "values, sized ~45 by the momentum its gradient balances (scale); "
+               "continuity, whose terms are ~40 times smaller than the momentum "
+               "equations', weighted 1600 (residuals: unweighted, the run met momentum to "
+               "1e-3 of its terms and left continuity off by half of its own, with no "
+               "pressure built); and PINNacle's start p = 0 left out (unevolved: the "
+               "inflow accelerates the fluid from rest at once, the reference's p is 38 "
+               "at t = 0; kept, that slice held 95 % of the squared error of a 150 s run "
+               "whose joint L2RE was 0.331, idle, 2026-12-05). Steps: the scale alone "
+               "0.64 for p on the grid (600 s); with the start left out as well 0.475 "
+               "(600 s); continuity weighted 400 too, 0.158 (150 s)",
     "wave2d_ms": "its result hangs on rounding: three SSBroyden updates that differ only "
                  "in rounding ended the same file at 0.258, 3.89 and 0.180, at commits "
                  "36601ce, 65143d9 and 9cd35fd (an AMD EPYC), and 2c4419b (9cd35fd's "
@@ -807,8 +819,10 @@ def missed(user: dict) -> list[str]:
             continue
         budget, wall = r.get("budget_seconds"), r.get("wall_seconds")
         grown = r.get("extended_by")
+        short = r.get("steps_planned") and r.get("steps", 0) < r["steps_planned"]
         why_ended = (f"its last stage extended by {grown} steps while its loss fell, then done"
-                      if grown else "the recipe, not the budget, was the limit")
+                     if grown else "the budget ended it before the recipe's steps" if short
+                     else "the recipe, not the budget, was the limit")
         ended = (f"the budget ended it at step {r.get('steps')}" if r.get("stopped_by") else
                  f"it ended at step {r.get('steps')}"
                  + (f" of {r['steps_planned']} planned" if r.get("steps_planned") else "")

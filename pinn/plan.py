@@ -25,6 +25,13 @@ The choices:
   (``output_scale`` of the network spec), so that the network itself stays of order one
   (a tanh network starts at outputs of ~1: a field of 1e4 would take Adam thousands of
   steps just to grow). The problem is unchanged: its exact solution still satisfies it.
+  A field with no values (a pressure) is sized by the terms its first derivatives
+  balance (:func:`balanced_sizes`);
+- **residuals**: an equation whose terms are over ten times smaller than another's
+  (dimensional analysis, :func:`equation_sizes`) weighted by the square of that ratio
+  (:func:`_residuals`);
+- **unevolved**: the start values of fields no equation differentiates in time left out
+  (:func:`_unevolved`);
 - **balance**: in an inverse problem (learnable parameters, or more fields than
   equations), a data condition whose weight is not given is weighted so that the
   observations are not swamped by a forced equation (:func:`_balance`). The problem's

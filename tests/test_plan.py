@@ -332,6 +332,58 @@ conditions:
         assert balanced_sizes(built.problem, field_sizes(built.problem)) == {}
 
 
+def test_an_equation_far_smaller_than_another_is_weighted_to_the_same_measure(tmp_path):
+    """The channel's equations by dimensional analysis: momentum_x ~ 60 (u_t: rate 20 x
+    u 3; p_x: 240 / 4), momentum_y ~ 240 (p_y: 240 over the height 1), continuity ~ 0.75
+    (u_x: 3 / 4): continuity, 320 times smaller than momentum_y, is weighted by 320^2
+    (1e5 to two digits), momentum_x (4 times) is not. A weight the user gave, another
+    weighting, or ``plan: {residuals: false}`` leaves the weights alone."""
+    from pinn.plan import equation_sizes
+    from pinn.train import Training
+    from pinn.train.weighting import Fixed, GradNorm
+
+    built = _load(tmp_path, CHANNEL)
+    sizes = equation_sizes(built.problem)
+    assert sizes["momentum_x"] == pytest.approx(60.0, rel=0.1)
+    assert sizes["momentum_y"] == pytest.approx(240.0, rel=0.1)
+    assert sizes["continuity"] == pytest.approx(0.75, rel=0.1)
+    plan = make_plan(built.problem, built.model(), None, built.planning())
+    residuals = {c.what: c for c in plan.choices}["residuals"]
+    assert residuals.value == {"continuity": 1e5} and "continuity 0.75" in residuals.why
+    assert plan.training.weighting.weights == {"continuity": 1e5}
+    given = Training(weighting=Fixed(weights={"continuity": 3.0}))
+    for training in (given, Training(weighting=GradNorm())):
+        kept = make_plan(built.problem, built.model(), training, built.planning())
+        assert not any(c.what == "residuals" for c in kept.choices)
+        assert kept.training.weighting == training.weighting
+    off = _load(tmp_path, CHANNEL + "plan: {residuals: false}\n", "off.yaml")
+    assert not any(c.what == "residuals"
+                   for c in make_plan(off.problem, off.model(), None, off.planning()).choices)
+
+
+def test_a_start_for_a_field_no_equation_evolves_is_left_out(tmp_path):
+    """p has no time derivative in the channel's equations: the flow fixes it at every
+    time, so a start for it (p = 0 while the inflow accelerates the fluid) is left out and
+    the plan says so; the others' starts stay. A start of p alone goes; a steady problem
+    and ``plan: {unevolved: false}`` keep theirs."""
+    with_p = CHANNEL.replace("start: {initial: {u: 0, v: 0}}",
+                             "start: {initial: {u: 0, v: 0, p: 0}}")
+    built = _load(tmp_path, with_p)
+    plan = make_plan(built.problem, built.model(), None, built.planning())
+    choice = {c.what: c for c in plan.choices}["unevolved"]
+    assert choice.value == {"start": ["p"]} and "p's time derivative" in choice.why
+    start = plan.problem.conditions["start"]
+    assert [f.name for f, _ in start.values] == ["u", "v"]
+    alone = _load(tmp_path, with_p.replace("start: {initial: {u: 0, v: 0, p: 0}}",
+                                           "start: {initial: {u: 0, v: 0}}\n  "
+                                           "pressure0: {initial: {p: 0}}"), "alone.yaml")
+    plan = make_plan(alone.problem, alone.model(), None, alone.planning())
+    assert "pressure0" not in plan.problem.conditions and "start" in plan.problem.conditions
+    off = _load(tmp_path, with_p + "plan: {unevolved: false}\n", "off.yaml")
+    plan = make_plan(off.problem, off.model(), None, off.planning())
+    assert [f.name for f, _ in plan.problem.conditions["start"].values] == ["u", "v", "p"]
+
+
 def test_a_scaled_solution_saves_and_loads_with_its_scale(tmp_path):
     """The scale is part of the network spec: a saved run rebuilds the same network."""
     from pinn.solution import Solution
