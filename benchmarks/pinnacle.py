@@ -127,8 +127,12 @@ WHY_MISSED = {
                "PINNacle's problem (src_pde/ns.py NS2D_BackStep, followed by the user file) "
                "gives only p = 0 at the outlet, nothing on the velocity there, so the PDE "
                "and these conditions may hold for more than one field, and the network "
-               "keeps its own; the reference's (COMSOL) outlet condition is not stated. Not "
-               "analysed further",
+               "keeps its own; the reference's (COMSOL) outlet condition is not stated. "
+               "At the outlet the reference's v is within 1.5e-3 of 0 and its p up to "
+               "0.024 from it (a normal-flow outlet, p weakly 0); with v = 0 added there "
+               "the same file ended far worse on the grid, u 0.566, v 0.328, p 21 (8000 "
+               "steps, 50b2749 plus the plan's changes of 110552c, none of which touches "
+               "this file, beside another run): not the missing piece either",
     "hinv": "an inverse problem with a coefficient field, a(x, y) its own sub-network. a "
             "is fixed by its boundary values (given u, its equation is a transport along "
             "grad u): with those at weight 1 against the data's 39 it ended at 3.64 (a "
@@ -219,7 +223,9 @@ WHY_MISSED = {
                    "(each two at a time on the 2 cores, 50b2749, 2026-12-05): a 3 x 60 "
                    "network u 0.440, v 0.347 (4550 steps, the 600 s budget); 32768 interior "
                    "points u 0.440, v 0.348 (5600 steps, the budget); causal weighting u "
-                   "0.418, v 0.391; the periodic pairs built in u 0.501, v 0.397",
+                   "0.418, v 0.391; the periodic pairs built in u 0.501, v 0.397; "
+                   "residual-based adaptive points (training.points.rad.k=1, alone) u "
+                   "0.457, v 0.336",
     "heat2d_vc": "the error moves with each redraw of the points, between 5.7e-2 and 7.4e-2 "
                  "over one run's last 2000 steps (0239866, evaluated every 500): this row ended at "
                  "7.19e-2 where f6f9cb9's extension (its SSBroyden stage, still in float32, "

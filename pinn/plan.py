@@ -242,12 +242,16 @@ def _unevolved(problem) -> tuple[Any, list[Choice]]:
     theirs, and a start for it repeats that or contradicts it. PINNacle's NS 2d-LT states
     p = 0 at t = 0, where the flow, at rest, is accelerated by its inflow at once and the
     pressure that drives it is up to 38 (its reference); kept, that slice held 95 % of the
-    squared error of an otherwise good run (0.33 in all, :func:`_residuals`' docstring).
-    Only in an evolution (some equation differentiates some field in time); a start left
-    with no values goes."""
+    squared error of a 150 s run with :func:`_residuals`' weights (0.331 in all; left
+    out, the 600 s row is 5.09e-2, ``benchmarks/PINNACLE.md``).
+    Only in a forward evolution (some equation differentiates some field in time; in an
+    inverse problem the equations do not fix every field) and for fields some equation
+    holds; a start left with no values goes."""
     t = problem.time_coord
-    if t is None:
+    if t is None or inverse(problem):
         return problem, []
+    held = {f.name for eq in problem.equations.values()
+            for f in calculus.fields_of(problem.expand(eq))}
     evolved = {f.name for eq in problem.equations.values()
                for f, wrt in calculus.field_derivatives(calculus.expand(
                    problem.expand(eq), problem.spatial, problem.coords)) if t in wrt}
@@ -256,7 +260,7 @@ def _unevolved(problem) -> tuple[Any, list[Choice]]:
     conditions, dropped = dict(problem.conditions), {}
     for name, c in problem.conditions.items():
         left = [f.name for f, _ in c.values] if isinstance(c, C.Initial) else []
-        left = [f for f in left if f not in evolved]
+        left = [f for f in left if f not in evolved and f in held]
         if not left:
             continue
         data = c.to_data()
@@ -743,7 +747,8 @@ def _start_gap(problem, start, n: int) -> tuple[str, float, float] | None:
     """The boundary condition the start's values miss most, at ``t0``, relative to their
     size: ``(name, gap, size)``, or None where none misses by :data:`LAYER_GAP` of it. Each
     condition's residual with the start's values in place of the fields (their derivatives
-    taken symbolically), at its own points moved to ``t0``."""
+    taken symbolically), at its own points moved to ``t0``; residuals of fields the start
+    does not give are left out."""
     from pinn.dsl.symbolic import summands
     from pinn.points import ProblemPoints
     from pinn.scales import _eval, _zeroed
@@ -754,7 +759,7 @@ def _start_gap(problem, start, n: int) -> tuple[str, float, float] | None:
     size = max(float(np.max(np.abs(_eval(problem, v, x0)))) for v in values.values())
     worst = None
     for k, (name, c) in enumerate(problem.conditions.items()):
-        if isinstance(c, (C.Initial, C.Data, C.Energy)) or not set(c.fields_used()) <= set(
+        if isinstance(c, (C.Initial, C.Data, C.Energy)) or not set(c.fields_used()) & set(
                 values):
             continue
         res = c.residuals(problem, name)
@@ -767,6 +772,8 @@ def _start_gap(problem, start, n: int) -> tuple[str, float, float] | None:
         extra = {s: normals[:, i] for i, s in enumerate(C.normal_symbols(len(
             problem.spatial)))}
         for e in res.exprs.values():
+            if not set(calculus.fields_of(problem.expand(e))) <= set(values):
+                continue  # a field the start does not give (one no equation evolves)
             gap = np.abs(_eval(problem, _zeroed(problem, e, values), xb, extra))
             terms = [np.abs(_eval(problem, _zeroed(problem, p, values), xb, extra))
                      for p in summands(problem.expand(e))]
@@ -951,7 +958,8 @@ def _per_unit(problem) -> dict:
     from pinn.scales import problem_scales
 
     lo, hi = (np.asarray(b, np.float64) for b in problem.space.bounds)
-    per = {c: 1.0 / float(h - low) for c, low, h in zip(problem.spatial, lo, hi, strict=True)}
+    per = {c: 1.0 / float(h - low) if 0 < h - low < np.inf else 0.0
+           for c, low, h in zip(problem.spatial, lo, hi, strict=True)}
     if problem.time is not None:
         rate = problem_scales(problem).rate
         per[problem.time_coord] = rate or 1.0 / float(problem.time.t1 - problem.time.t0)
