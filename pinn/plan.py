@@ -31,7 +31,7 @@ The choices:
   (dimensional analysis, :func:`equation_sizes`) weighted by the square of that ratio
   (:func:`_residuals`);
 - **unevolved**: the start values of fields no equation differentiates in time left out
-  (:func:`_unevolved`);
+  (:func:`unevolved`);
 - **balance**: in an inverse problem (learnable parameters, or more fields than
   equations), a data condition whose weight is not given is weighted so that the
   observations are not swamped by a forced equation (:func:`_balance`). The problem's
@@ -67,7 +67,7 @@ from pinn.geometry.adf import boundary_distance, inside_function
 from pinn.nets import MLP
 from pinn.train.spec import Training
 
-__all__ = ["Choice", "Planning", "Plan", "make_plan"]
+__all__ = ["Choice", "Planning", "Plan", "make_plan", "unevolved"]
 
 #: The network when none is given: the size the default recipe (a dense quasi-Newton
 #: stage) is made for; a problem file without ``model:`` gets the same.
@@ -183,7 +183,7 @@ def make_plan(problem, model=None, training: Training | None = None,
                             layer=False, residuals=False, unevolved=False)
     choices: list[Choice] = []
     if planning.unevolved:
-        problem, made = _unevolved(problem)
+        problem, made = unevolved(problem)
         choices += made
     problem, made = _hard(problem, planning.hard)
     choices += made
@@ -235,7 +235,7 @@ def make_plan(problem, model=None, training: Training | None = None,
 # starts of fields no equation evolves
 
 
-def _unevolved(problem) -> tuple[Any, list[Choice]]:
+def unevolved(problem) -> tuple[Any, list[Choice]]:
     """The start values of the fields no equation differentiates in time left out (the
     pressure of an incompressible flow, a field an equation defines at each instant): such
     a field follows the others at every time, so its value at the start is fixed by

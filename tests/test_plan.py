@@ -741,6 +741,22 @@ exact: {u: "A*sin(w*t)", p: "A*w*cos(w*t)*(L - x)"}
 """
 
 
+def test_the_exact_check_reads_the_starts_the_plan_keeps(tmp_path, capsys):
+    """The pipe's exact p (20 cos(20 t)(2 - x)) misses its stated start p = 0 by 40: the
+    plan leaves that start out, so ``pinn validate`` checks the start without it (exit 0,
+    the plan line says why); with ``plan.unevolved=false`` the start is checked and
+    refused (exit 2)."""
+    from pinn.cli import main
+
+    f = tmp_path / "pipe.yaml"
+    f.write_text(PIPE)
+    assert main(["validate", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "unevolved: {'start': ['p']}" in out and "ok   start" in out
+    assert main(["validate", str(f), "--set", "plan.unevolved=false"]) == 2
+    assert "the exact solution does not satisfy start" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_a_driven_pipes_pressure_is_found_with_the_plans_choices(tmp_path):
     """Incompressible flow in a pipe driven at its inlet, u = sin(20 t): u is uniform and

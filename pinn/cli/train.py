@@ -146,7 +146,7 @@ def solve(
     if check and built.problem.exact:  # an exact solution that is wrong would score nonsense
         from pinn.report.manufactured import check as mms
 
-        failed = [c for c in mms(built.problem) if not c.ok]
+        failed = [c for c in mms(built.checked_problem()) if not c.ok]
         if failed:
             raise UserError(_check_failure(file, failed) + " (or train anyway: --no-check)")
     model, training = built.model(), built.training()

@@ -123,6 +123,15 @@ class Built:
 
         return make_plan(self.problem, self.model(), self.training(), self.planning())
 
+    def checked_problem(self):
+        """The problem the manufactured-solution check reads: the file's, less the start
+        values the plan leaves out (``plan.unevolved``, :func:`pinn.plan.unevolved`: the
+        start of a field no equation evolves, which the other fields fix), so that an exact
+        solution is not refused for a start the run does not use."""
+        from pinn.plan import unevolved
+
+        return unevolved(self.problem)[0] if self.planning().unevolved else self.problem
+
     def resolved(self) -> dict:
         """The configuration with every default filled in (what the run used), but for the
         entries the plan decides (``training.points``, ``training.windows``,

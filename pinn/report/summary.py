@@ -137,7 +137,7 @@ def validation(built, file, check: bool = True) -> dict:
     if check and built.problem.exact:
         from pinn.report.manufactured import check as mms
 
-        checks = mms(built.problem)
+        checks = mms(built.checked_problem())
     plan = built.plan()
     return {"ok": all(c.ok for c in checks), "file": str(file), **problem_summary(built),
             "plan": plan.to_data()["choices"], "plan_lines": plan.lines(),
