@@ -207,8 +207,9 @@ def make_plan(problem, model=None, training: Training | None = None,
     if planning.frequency:
         model, made = _frequency(problem, model)
         choices += made
+    sized = _sizes(problem) if planning.scale or planning.residuals else None
     if planning.scale:
-        model, made = _scale(problem, model)
+        model, made = _scale(problem, model, sized)
         choices += made
     recipe = training is None  # the default recipe: points and windows are the plan's
 
@@ -220,7 +221,7 @@ def make_plan(problem, model=None, training: Training | None = None,
         training = replace(training, stop=replace(training.stop, residual=None,
                                                   improvement=None))
     if planning.residuals:
-        training, made = _residuals(problem, training)
+        training, made = _residuals(problem, training, sized[0])
         choices += made
     if may(planning.points):
         training, made = _points(problem, training)
@@ -796,16 +797,24 @@ def _settle_starts(problem):
 # output scale
 
 
-def _scale(problem, model) -> tuple[Any, list[Choice]]:
+def _sizes(problem) -> tuple[dict[str, float], dict[str, tuple[float, str]]]:
+    """``(sizes, balanced)``: each field's size, from its values (:func:`field_sizes`) or,
+    where they say nothing, by the terms it balances (``balanced``,
+    :func:`balanced_sizes`), for the output scale and the residuals' weights alike."""
+    sizes = field_sizes(problem)
+    balanced = balanced_sizes(problem, sizes)
+    sizes.update({f: v for f, (v, _) in balanced.items()})
+    return sizes, balanced
+
+
+def _scale(problem, model, sized) -> tuple[Any, list[Choice]]:
     """The network spec with ``output_scale`` set where a field's values are far from
     order one (and the spec does not set it itself)."""
     from pinn.nets import ModelSpec
 
     if not isinstance(model, ModelSpec) or model.output_scale is not None:
         return model, []
-    sizes = field_sizes(problem)
-    balanced = balanced_sizes(problem, sizes)
-    sizes.update({f: v for f, (v, _) in balanced.items()})
+    sizes, balanced = sized
     scale = tuple(_round(sizes.get(f.name, 0.0)) for f in problem.fields)
     if all(v == 1.0 for v in scale):
         return model, []
@@ -941,8 +950,7 @@ def equation_sizes(problem, sizes: dict[str, float] | None = None, n: int = 512,
     from pinn.points import ProblemPoints
 
     if sizes is None:
-        sizes = field_sizes(problem)
-        sizes.update({f: v for f, (v, _) in balanced_sizes(problem, sizes).items()})
+        sizes = _sizes(problem)[0]
     sizes = {f.name: sizes.get(f.name) or 1.0 for f in problem.fields}
     per = _per_unit(problem)
     x = np.asarray(ProblemPoints(problem).interior(jax.random.PRNGKey(seed), n), np.float64)
@@ -987,7 +995,8 @@ def _term_sizes(problem, terms: list, sizes: dict[str, float], per: dict,
     return best
 
 
-def _residuals(problem, training: Training) -> tuple[Training, list[Choice]]:
+def _residuals(problem, training: Training,
+               fields: dict[str, float]) -> tuple[Training, list[Choice]]:
     """Each equation whose largest term (:func:`equation_sizes`) is more than
     :data:`RESIDUALS_ABOVE` times smaller than another's weighted by the square of that
     ratio, so that the loss measures every equation against its own terms and each is met
@@ -996,13 +1005,14 @@ def _residuals(problem, training: Training) -> tuple[Training, list[Choice]]:
     momentum balanced to 1e-3 of its terms while continuity is off by half of its own, and
     the pressure that continuity demands is never built. Only under fixed weighting, and
     not an equation the user weighted; dimensional analysis is good to a few times, so
-    equations within :data:`RESIDUALS_ABOVE` of each other are left alone."""
+    equations within :data:`RESIDUALS_ABOVE` of each other are left alone. ``fields``: the
+    fields' sizes (:func:`_sizes`)."""
     from pinn.train.weighting import Fixed
 
     if len(problem.equations) < 2 or type(training.weighting) is not Fixed:
         return training, []
     given = dict(training.weighting.weights or {})
-    sizes = equation_sizes(problem)
+    sizes = equation_sizes(problem, fields)
     top = max(sizes.values())
     chosen = {name: float(f"{(top / s) ** 2:.2g}") for name, s in sizes.items()
               if name not in given and s > 0 and top / s > RESIDUALS_ABOVE}
