@@ -158,7 +158,8 @@ conditions:
     with jax.enable_x64(True):
         layered = make_plan(built.problem).problem
         assert layered.time.layer
-        plain = make_plan(built.problem, planning=Planning(layer=False)).problem
+        # the same problem without the layer (nor the rate a layer rules out)
+        plain = make_plan(built.problem, planning=Planning(layer=False, rates=False)).problem
         from pinn.network import build_network
 
         apply, params = build_network(plain, pinn.MLP(width=8, depth=2), seed=0)

@@ -102,6 +102,7 @@ class Built:
                         energy=self.spec.plan.energy, layer=self.spec.plan.layer,
                         residuals=self.spec.plan.residuals,
                         unevolved=self.spec.plan.unevolved,
+                        rates=self.spec.plan.rates,
                         weighted=tuple(n for n, c in (self.spec.conditions or {}).items()
                                        if "weight" in getattr(c, "model_fields_set", ())))
 

@@ -1019,7 +1019,10 @@ class PlanSpec(Strict):
     are more than ten times another's, weight the smaller so that each is met to the same
     relative accuracy, where ``training.weighting`` is fixed and does not weight it);
     ``unevolved`` (leave out the start values of the fields no equation differentiates in
-    time, a pressure: the other fields fix them at every time)."""
+    time, a pressure: the other fields fix them at every time); ``rates`` (where there are
+    such fields, hold the equations that fix them with no time derivative, continuity, in
+    rate at the start too, ``D(equation, t) = 0``: the start's one-sided points leave that
+    rate, and so the pressure there, free)."""
 
     hard: Bool = True
     points: Bool = True
@@ -1032,6 +1035,7 @@ class PlanSpec(Strict):
     layer: Bool = True
     residuals: Bool = True
     unevolved: Bool = True
+    rates: Bool = True
 
 
 # ---------------------------------------------------------------------------
