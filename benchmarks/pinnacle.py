@@ -203,8 +203,9 @@ WHY_MISSED = {
                "p's error sat at the window starts (t = 0, 1.25, 2.5, 3.75: 88 % of its "
                "square in a 600 s run at 4e3322e, 6.30e-2 in all), where a start built in "
                "meets continuity whatever its rate and nothing fixes p; holding that rate "
-               "there (rates, 9961b16) cut those slices 7-fold, and the error moved to the "
-               "last window's end (t = 5, where the inflow's acceleration peaks): runs of "
+               "there (rates, 9961b16) cut those slices 2.5 to 7-fold (two runs), and "
+               "the error moved to the last window's end (t = 5, where the inflow's "
+               "acceleration peaks): runs of "
                "4.30e-2, 5.19e-2 and 9.72e-2 at 9961b16, the last with 89 % of its square "
                "at t = 5; the rate's term also doubles the compilation (128 s of the 600 "
                "against 55)",
