@@ -232,7 +232,9 @@ WHY_MISSED = {
                     "32768 interior (4x) ended at 9.65e-2 there (5400 steps in 630 s, "
                     "e0617e7, a light validation sweep beside it). Capacity may be: a "
                     "3 x 60 network ended at 6.42e-2 there (5600 steps, 363 s, the stop "
-                    "rule; 253d5d6, idle), but the plan sizes no network by the problem, "
+                    "rule; 253d5d6, idle), and again 6.39e-2 there, **4.08e-2 at the "
+                    "reference's points** (5600 steps, 364 s, 0b5e50b, an AMD EPYC, "
+                    "idle): under 5e-2; but the plan sizes no network by the problem, "
                     "and one problem is not grounds for a rule",
     "ks": "chaotic (Kuramoto-Sivashinsky over its horizon); every PINNacle method fails "
           "too. Its start's modes move at 5.8 per unit time, but a small perturbation grows "
