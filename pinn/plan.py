@@ -286,10 +286,10 @@ def _held_unevolved(problem) -> tuple[set, set]:
     """The names of the fields some equation differentiates in time (evolved), and of those
     some equation holds but none evolves (a pressure): ``(evolved, unevolved)``."""
     t = problem.time_coord
-    held = {f.name for eq in problem.equations.values()
-            for f in calculus.fields_of(problem.expand(eq))}
-    evolved = {f.name for eq in problem.equations.values()
-               for f, wrt in calculus.field_derivatives(problem.expand(eq)) if t in wrt}
+    expanded = [problem.expand(eq) for eq in problem.equations.values()]
+    held = {f.name for e in expanded for f in calculus.fields_of(e)}
+    evolved = {f.name for e in expanded for f, wrt in calculus.field_derivatives(e)
+               if t in wrt}
     return evolved, held - evolved
 
 
