@@ -361,6 +361,58 @@ def test_an_equation_far_smaller_than_another_is_weighted_to_the_same_measure(tm
                    for c in make_plan(off.problem, off.model(), None, off.planning()).choices)
 
 
+WALLS = """\
+coords: [x, y]
+fields: [u]
+domain: {rectangle: {min: [0, 0], max: [1, 1]}}
+equations:
+  pde: "-laplacian(u) + 100*u - (13*pi^2 + 100)*cos(2*pi*x)*cos(3*pi*y)"
+conditions:
+  walls: {neumann: {u: 0}, on: boundary}
+exact: {u: "cos(2*pi*x)*cos(3*pi*y)"}
+"""
+
+
+def test_a_zero_flux_wall_far_smaller_than_the_equation_is_weighted(tmp_path):
+    """-laplacian(u) + 100 u = (13 pi^2 + 100) cos(2 pi x) cos(3 pi y), zero flux on the
+    square's walls. Sized with each derivative by the source's frequency (3 pi along y:
+    the laplacian's u_yy ~ 89), the equation's largest term is its source, 228; the wall's
+    du/dn, of a field of order one, 3 pi = 9.4 (the frequency read from the source: 9.9):
+    23 times smaller, so the wall is weighted by that ratio squared (530), its value and
+    part unchanged (the exact solution still
+    meets it). Sized by the extent alone, du/dn would be 1 and the weight 5e4. A Robin
+    wall sizes by its largest term too (here its value, 50: within ten times, left
+    alone); a reaction of 1 (equation ~20, wall ~3: within ten times) is left alone; a
+    weight the user gave, or ``plan: {residuals: false}``, is kept."""
+    from pinn.plan import condition_sizes
+
+    built = _load(tmp_path, WALLS)
+    sizes, against = condition_sizes(built.problem)
+    assert sizes["walls"] == pytest.approx(3 * np.pi, rel=0.1)
+    assert against == pytest.approx(13 * np.pi ** 2 + 100, rel=0.05)
+    plan = make_plan(built.problem, built.model(), None, built.planning())
+    chosen = {c.what: c for c in plan.choices}["residuals"]
+    assert chosen.value == {"walls": float(f"{(against / sizes['walls']) ** 2:.2g}")}
+    assert 400 < chosen.value["walls"] < 800 and f"walls {sizes['walls']:.2g}" in chosen.why
+    walls, before = plan.problem.conditions["walls"], built.problem.conditions["walls"]
+    assert walls.weight == chosen.value["walls"]
+    assert (walls.value, walls.on, walls.field) == (before.value, before.on, before.field)
+    assert plan.problem.equations == built.problem.equations
+    robin = _load(tmp_path, WALLS.replace("neumann: {u: 0}",
+                                          "robin: {u: {a: 1, b: 1, value: 50}}"), "r.yaml")
+    assert condition_sizes(robin.problem)[0]["walls"] == pytest.approx(50.0)
+    assert not any(c.what == "residuals" for c in make_plan(
+        robin.problem, robin.model(), None, robin.planning()).choices)
+    for text in (WALLS.replace("100", "1").replace("cos(3*pi*y)", "cos(pi*y)")
+                 .replace("13*pi^2", "5*pi^2"),
+                 WALLS.replace("on: boundary}", "on: boundary, weight: 1}"),
+                 WALLS + "plan: {residuals: false}\n"):
+        other = _load(tmp_path, text, "o.yaml")
+        kept = make_plan(other.problem, other.model(), None, other.planning())
+        assert not any(c.what == "residuals" for c in kept.choices), text
+        assert kept.problem.conditions["walls"].weight == 1.0
+
+
 def test_a_start_for_a_field_no_equation_evolves_is_left_out(tmp_path):
     """p has no time derivative in the channel's equations: the flow fixes it at every
     time, so a start for it (p = 0 while the inflow accelerates the fluid) is left out and

@@ -1017,7 +1017,8 @@ class PlanSpec(Strict):
     ``layer`` (where a diffusive evolution's soft start disagrees with its boundary
     conditions, take time by its square root); ``residuals`` (where one equation's terms
     are more than ten times another's, weight the smaller so that each is met to the same
-    relative accuracy, where ``training.weighting`` is fixed and does not weight it);
+    relative accuracy, and a soft Neumann or Robin condition of weight 1 likewise against
+    the equations, where ``training.weighting`` is fixed and does not weight it);
     ``unevolved`` (leave out the start values of the fields no equation differentiates in
     time, a pressure: the other fields fix them at every time); ``rates`` (where there are
     such fields, hold the equations that fix them with no time derivative, continuity, in
