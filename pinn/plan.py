@@ -1025,11 +1025,12 @@ def _per_unit(problem, waves: bool = False) -> dict:
     lo, hi = (np.asarray(b, np.float64) for b in problem.space.bounds)
     per = {c: 1.0 / float(h - low) if 0 < h - low < np.inf else 0.0
            for c, low, h in zip(problem.spatial, lo, hi, strict=True)}
+    scales = problem_scales(problem) if waves or problem.time is not None else None
     if waves:
-        freq = problem_scales(problem).frequency
-        per = {c: max(v, 2.0 * v * freq.get(c.name, (0.0, ""))[0]) for c, v in per.items()}
+        per = {c: max(v, 2.0 * v * scales.frequency.get(c.name, (0.0, ""))[0])
+               for c, v in per.items()}
     if problem.time is not None:
-        rate = problem_scales(problem).rate
+        rate = scales.rate
         per[problem.time_coord] = rate or 1.0 / float(problem.time.t1 - problem.time.t0)
     return per
 
@@ -1083,8 +1084,9 @@ def _residuals(problem, training: Training, fields: dict[str, float],
     sizes = equation_sizes(problem, fields)
     top = max(sizes.values())
 
-    def weight(s: float, top: float) -> float | None:
-        return float(f"{(top / s) ** 2:.2g}") if s > 0 and top / s > RESIDUALS_ABOVE else None
+    def weight(s: float, largest: float) -> float | None:
+        ratio = largest / s if s > 0 else 0.0
+        return float(f"{ratio ** 2:.2g}") if ratio > RESIDUALS_ABOVE else None
 
     chosen = {name: w for name, s in sizes.items() if name not in given
               and len(sizes) > 1 and (w := weight(s, top)) is not None}
@@ -1117,9 +1119,9 @@ def condition_sizes(problem, sizes: dict[str, float] | None = None, n: int = 512
     be of order one inside), each derivative along a spatial coordinate by one over the
     extent or the problem's frequency there where larger (:func:`_per_unit`), ``du/dn`` by
     the largest of them. Sized by the extent alone, a zero-flux wall beside a source of
-    frequency 25 (PINNacle's Poisson 3d-CG) is weighted 3.3e4 and both stages stall (6.6e-2
-    against 5.95e-2 unweighted); by its frequency, 610 (measured: 100 gives 4.0e-2, 1000
-    3.2e-2)."""
+    frequency 25 (PINNacle's Poisson 3d-CG) is weighted 3.3e4: Adam ends on a plateau at
+    step 1100 and SSBroyden stalls (6.6e-2 against 5.95e-2 unweighted); by its frequency,
+    610 (measured by hand: 100 gives 4.0e-2, 1000 3.2e-2; the plan's 610 3.2e-2)."""
     from pinn.points import ProblemPoints
     from pinn.scales import _eval
 
