@@ -249,9 +249,12 @@ WHY_MISSED = {
                    "0.457, v 0.336. Time windows (the plan marches only horizons over 4 pi; "
                    "this one's is 2.1), the recipe's steps in each, no time limit, two runs "
                    "at once (8e21482): 2 windows 0.265 at the reference's points (u 0.306, "
-                   "v 0.257; 554 s), below PINNacle's plain PINN, but 4 windows 0.423 (its "
-                   "loss ending at 132) and one window with 8000 SSBroyden steps 0.365: no "
-                   "rule for when to march here yet",
+                   "v 0.257; 554 s) and, with another seed, 0.246, below PINNacle's plain "
+                   "PINN; 3 windows 0.300; 4 windows 0.423 (its loss ending at 132); one "
+                   "window with 8000 SSBroyden steps 0.365. Burgers 1d-C, whose shock forms "
+                   "as early (t ~ 0.3), is 40 times worse on the grid in 2 windows (5.05e-2 "
+                   "against 1.17e-3 one window): nothing read from the problem yet says when "
+                   "to march, so the plan does not",
     "heat2d_vc": "the error moves with each redraw of the points, between 5.7e-2 and 7.4e-2 "
                  "over one run's last 2000 steps (0239866, evaluated every 500): this row ended at "
                  "7.19e-2 where f6f9cb9's extension (its SSBroyden stage, still in float32, "
