@@ -252,9 +252,9 @@ WHY_MISSED = {
                    "v 0.257; 554 s) and, with another seed, 0.246, below PINNacle's plain "
                    "PINN; 3 windows 0.300; 4 windows 0.423 (its loss ending at 132); one "
                    "window with 8000 SSBroyden steps 0.365. Burgers 1d-C, whose shock forms "
-                   "as early (t ~ 0.3), is 40 times worse on the grid in 2 windows (5.05e-2 "
-                   "against 1.17e-3 one window): nothing read from the problem yet says when "
-                   "to march, so the plan does not",
+                   "as early (t ~ 0.3), is 10 times worse in 2 windows (1.16e-2 against the "
+                   "exact solution at the reference's points; one window 1.17e-3): nothing "
+                   "read from the problem yet says when to march, so the plan does not",
     "heat2d_vc": "the error moves with each redraw of the points, between 5.7e-2 and 7.4e-2 "
                  "over one run's last 2000 steps (0239866, evaluated every 500): this row ended at "
                  "7.19e-2 where f6f9cb9's extension (its SSBroyden stage, still in float32, "
