@@ -1080,6 +1080,9 @@ def _residuals(problem, training: Training, fields: dict[str, float],
 
     if not problem.equations or type(training.weighting) is not Fixed:
         return problem, training, []
+    bounds, against = condition_sizes(problem, fields)
+    if len(problem.equations) < 2 and not bounds:  # nothing to weigh against
+        return problem, training, []
     given = dict(training.weighting.weights or {})
     sizes = equation_sizes(problem, fields)
     top = max(sizes.values())
@@ -1088,9 +1091,9 @@ def _residuals(problem, training: Training, fields: dict[str, float],
         ratio = largest / s if s > 0 else 0.0
         return float(f"{ratio ** 2:.2g}") if ratio > RESIDUALS_ABOVE else None
 
-    chosen = {name: w for name, s in sizes.items() if name not in given
-              and len(sizes) > 1 and (w := weight(s, top)) is not None}
-    bounds, against = condition_sizes(problem, fields)
+    chosen = {} if len(sizes) < 2 else {
+        name: w for name, s in sizes.items()
+        if name not in given and (w := weight(s, top)) is not None}
     weighed = {name: w for name, s in bounds.items() if name not in given
                and name not in kept and (w := weight(s, against)) is not None}
     if not chosen and not weighed:
@@ -1125,15 +1128,17 @@ def condition_sizes(problem, sizes: dict[str, float] | None = None, n: int = 512
     from pinn.points import ProblemPoints
     from pinn.scales import _eval
 
+    soft = {k: (name, c) for k, (name, c) in enumerate(problem.conditions.items())
+            if type(c) in (C.Neumann, C.Robin) and c.weight == 1.0}
+    if not soft:
+        return {}, 0.0
     if sizes is None:
         sizes = _sizes(problem)[0]
     sizes = {f.name: max(sizes.get(f.name) or 1.0, 1.0) for f in problem.fields}
     per = _per_unit(problem, waves=True)
     slope = max(per[c] for c in problem.spatial)
     draw, out = ProblemPoints(problem), {}
-    for k, (name, c) in enumerate(problem.conditions.items()):
-        if type(c) not in (C.Neumann, C.Robin) or c.weight != 1.0:
-            continue
+    for k, (name, c) in soft.items():
         at = np.asarray(draw.boundary(jax.random.fold_in(jax.random.PRNGKey(seed), k), n,
                                       c.on)[0], np.float64)
 
@@ -1145,8 +1150,6 @@ def condition_sizes(problem, sizes: dict[str, float] | None = None, n: int = 512
         u = sizes[c.field.name]
         a, b = (top(c.a), top(c.b)) if isinstance(c, C.Robin) else (0.0, 1.0)
         out[name] = max(a * u, b * u * slope, top(c.value))
-    if not out:
-        return out, 0.0
     return out, max(equation_sizes(problem, sizes, n, seed, per).values())
 
 
