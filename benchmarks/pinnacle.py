@@ -239,8 +239,14 @@ WHY_MISSED = {
           "chaotic field scores worse than none. The first 0.4 time units hold only 19 % "
           "of the reference's squared norm",
     "burgers2d_c": "scored against stand-in initial data (PINNacle's is not public). Shocks "
-                   "of width ~1e-3 form by t ~ 0.3 (nu = 0.001); its loss ends at 0.11. On "
-                   "the evaluation grid this row is u 0.452, v 0.356; none of these moved it "
+                   "of width ~1e-3 form by t ~ 0.3 (nu = 0.001). In one window (the plan's "
+                   "horizon for it is 2.1, under 4 pi) the trained network misses its own "
+                   "start, u by 0.33 of its rms, so the run is trained again in 2 windows "
+                   "(pinn.plan.MISSED_START; this row, 2026-12-05, alone on the 2 cores; "
+                   "the same 0.236 in 596 s beside a test run): the one window's loss "
+                   "ended at 0.10, u 0.457 and v 0.359 at the reference's points (the row "
+                   "before, that window alone: L2RE 0.392); the 2 windows miss u's start by "
+                   "0.18. In one window none of these moved it "
                    "(each two at a time on the 2 cores, 50b2749, 2026-12-05): a 3 x 60 "
                    "network u 0.440, v 0.347 (4550 steps, the 600 s budget); 32768 interior "
                    "points u 0.440, v 0.348 (5600 steps, the budget); causal weighting u "
@@ -251,10 +257,13 @@ WHY_MISSED = {
                    "at once (8e21482): 2 windows 0.265 at the reference's points (u 0.306, "
                    "v 0.257; 554 s) and, with another seed, 0.246, below PINNacle's plain "
                    "PINN; 3 windows 0.300; 4 windows 0.423 (its loss ending at 132); one "
-                   "window with 8000 SSBroyden steps 0.365. Burgers 1d-C, whose shock forms "
-                   "as early (t ~ 0.3), is 10 times worse in 2 windows (1.16e-2 against the "
-                   "exact solution at the reference's points; one window 1.17e-3): nothing "
-                   "read from the problem yet says when to march, so the plan does not",
+                   "window with 8000 SSBroyden steps 0.365; the start built in (u = u0 + t "
+                   "N) 0.334. Burgers 1d-C, whose shock forms as early (t ~ 0.3), is 10 "
+                   "times worse in 2 windows (1.16e-2 against the exact solution at the "
+                   "reference's points; one window 1.17e-3): nothing read from the problem "
+                   "before training tells them apart, but the trained network does: Burgers "
+                   "1d-C fits its start (loss 1e-8), KS misses its start by 0.042 (left in "
+                   "one window; in 2 it did worse, 3.53 against 0.99)",
     "heat2d_vc": "the error moves with each redraw of the points, between 5.7e-2 and 7.4e-2 "
                  "over one run's last 2000 steps (0239866, evaluated every 500): this row ended at "
                  "7.19e-2 where f6f9cb9's extension (its SSBroyden stage, still in float32, "
@@ -627,6 +636,8 @@ def run_entry(key: str, mode: str, budget: float, recipe: str = "file") -> dict:
             out["extended_by"] = extended
         if m.get("kept"):  # the plan's held-out observations chose an earlier step
             out["kept"] = m["kept"]
+        if m.get("remarched"):  # one window missed its start: trained again, marched
+            out["remarched"] = m["remarched"]
         out["precision"] = built.precision
         out["loss"] = (sol.history[-1].get("loss") if sol.history else None)
         out["rel_l2_grid"] = m.get("rel_l2") or {}
@@ -786,7 +797,10 @@ def _notes(e: Entry, rows: dict) -> str:
              *(f"{ROWS[k]}: kept step {x['kept']['step']} of {x['kept']['last_step']} (the "
                f"held-out observations' misfit lowest there)"
                for k, x in (("user", u), ("file", r), ("default", d))
-               if x and isinstance(x.get("kept"), dict))]
+               if x and isinstance(x.get("kept"), dict)),
+             *(f"{ROWS[k]}: {x['remarched']['why']} (steps and time count both runs)"
+               for k, x in (("user", u), ("file", r), ("default", d))
+               if x and isinstance(x.get("remarched"), dict))]
     for key, x in (("file", r), ("default", d), ("user", u)):
         if x and x.get("error"):
             parts.append(f"{ROWS[key]} FAILED: {x['error'][:160]}")

@@ -93,6 +93,17 @@ HORIZON_PER_WINDOW = 4 * np.pi
 #: one window (PINNacle's Wave 2d-MS, fifty periods, in 10 windows of five: 68 against 0.173
 #: in one; Heat 2d-LT, 33 wanted, in 10: 0.998 against 0.999, both failures).
 MAX_WINDOWS = 10
+#: A soft start the trained network misses by more than this (the rms of the miss over the
+#: start's points, relative to the start's own rms, in its worst field) says one network did
+#: not carry the start through the horizon: a run the plan may march is trained again in
+#: :data:`REMARCH_WINDOWS` windows (:func:`missed_start`, :func:`pinn.run.remarch`).
+#: Measured (PINNacle's user files, the default recipe in one window, 2026-12-05):
+#: Burgers 2d-C misses u's start by 0.33 (L2RE 0.38; in 2 windows 0.25 and 0.27, two
+#: seeds); KS by 0.042 (in 2 windows it did worse, 3.53 against 0.99).
+MISSED_START = 0.1
+#: The windows a run that missed its start is marched in: the horizon halved. Burgers 2d-C
+#: (above) in 3 windows 0.300, in 4 windows 0.423.
+REMARCH_WINDOWS = 2
 #: The fewest observations of a data condition of which the plan holds out a tenth
 #: (:func:`_holdout`): below it a tenth is too few to judge a misfit by.
 HOLDOUT_MIN_ROWS = 200
@@ -163,11 +174,17 @@ class Plan:
     choices: tuple[Choice, ...] = ()
     #: held-out observations, ``{condition name: pinn.conditions.Data}`` (:func:`_holdout`)
     validation: tuple[tuple[str, Any], ...] = ()
+    #: a run in one window that misses its soft start is marched (:func:`missed_start`)
+    remarch: bool = False
 
     def lines(self) -> list[str]:
         """The plan in a few lines (what ``pinn validate`` and ``pinn solve`` print)."""
-        return [c.line() for c in self.choices] or ["nothing to plan: the problem's and the "
-                                                    "training's own settings"]
+        out = [c.line() for c in self.choices]
+        if self.remarch:
+            out.append(f"windows: 1 (or {REMARCH_WINDOWS} where the trained network misses a "
+                       f"soft start by more than {MISSED_START:g}, rms relative, and the time "
+                       "limit leaves as long again)")
+        return out or ["nothing to plan: the problem's and the training's own settings"]
 
     def to_data(self) -> dict:
         """The choices as JSON data (a run folder's ``plan.json``)."""
@@ -234,10 +251,13 @@ def make_plan(problem, model=None, training: Training | None = None,
     if may(planning.points):
         training, made = _points(problem, training)
         choices += made
+    remarch = False
     if may(planning.windows):
         training, made = _windows(problem, training)
         choices += made
-    return Plan(problem, model, training, tuple(choices), validation)
+        remarch = (training.windows == 1 and problem.time is not None
+                   and bool(_soft_starts(problem)) and _marchable(problem))
+    return Plan(problem, model, training, tuple(choices), validation, remarch)
 
 
 # ---------------------------------------------------------------------------
@@ -1296,12 +1316,8 @@ def _windows(problem, training: Training) -> tuple[Training, list[Choice]]:
     that would be more than :data:`MAX_WINDOWS` (the plan says so)."""
     from pinn.scales import problem_scales
 
-    if problem.time is None or training.windows != 1:
-        return training, []
-    try:  # an inverse or parametric problem, or one with no start, is not marched
-        marching.check_windows(problem, 2)
-    except ValueError:
-        return training, []
+    if problem.time is None or training.windows != 1 or not _marchable(problem):
+        return training, []  # an inverse or parametric problem, or one with no start
     s = problem_scales(problem)
     if s.horizon is None or s.horizon <= HORIZON_PER_WINDOW:
         return training, []
@@ -1316,3 +1332,44 @@ def _windows(problem, training: Training) -> tuple[Training, list[Choice]]:
         "windows", n, f"time marching: the evolution's rate is {s.rate:.3g} per unit time "
         f"({s.rate_from}), a horizon of {s.horizon:.3g} over the time span, at most "
         f"{HORIZON_PER_WINDOW:.3g} per window")]
+
+
+def _marchable(problem) -> bool:
+    """Whether ``problem`` can be marched (:func:`pinn.marching.check_windows`)."""
+    try:
+        marching.check_windows(problem, 2)
+    except ValueError:
+        return False
+    return True
+
+
+def _soft_starts(problem) -> list[tuple[str, E.Field, E.Expr]]:
+    """``(condition, field, value)`` of each soft start's values that name no field."""
+    return [(name, f, v) for name, c in problem.conditions.items()
+            if isinstance(c, C.Initial) and c.hard is False
+            for f, v in c.values if not calculus.fields_of(v)]
+
+
+def missed_start(problem, predict, n: int = 4096) -> tuple[str, str, float] | None:
+    """``(condition, field, miss)``: the soft start value a trained solution misses most,
+    the rms of the miss at ``n`` points of the start (seeded) relative to the start's own
+    rms; ``None`` where no soft start has a value that is not zero. ``predict(points) ->
+    {field: values}`` (:func:`pinn.evaluate.predict_in_chunks` of the solution)."""
+    from pinn.points import ProblemPoints
+    from pinn.scales import _eval, _rms
+
+    starts = _soft_starts(problem)
+    if not starts:
+        return None
+    x0 = np.asarray(ProblemPoints(problem).initial(jax.random.PRNGKey(0), n), np.float64)
+    pred = predict(x0)
+    worst = None
+    for name, f, v in starts:
+        want = _eval(problem, v, x0)
+        size = _rms(want)
+        if size == 0:
+            continue
+        miss = _rms(np.asarray(pred[str(f)], np.float64).reshape(-1) - want) / size
+        if worst is None or miss > worst[2]:
+            worst = (name, str(f), miss)
+    return worst

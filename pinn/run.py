@@ -10,6 +10,7 @@ checkpoint and resume from process 0's (the folder must be on a shared file syst
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -164,7 +165,12 @@ class Run:
         with self._take_folder():
             if self.training.windows > 1:  # time marching: window after window
                 return train_windows(self, **loop_overrides)
-            return self._train(**loop_overrides)
+            if self.plan is None or not self.plan.remarch:
+                return self._train(**loop_overrides)
+            with warnings.catch_warnings(record=True) as warned:  # warned again if kept
+                warnings.simplefilter("always")
+                sol = self._train(save=False, **loop_overrides)
+            return remarch(self, sol, warned, **loop_overrides)
 
     def _take_folder(self):
         """The lock of ``out_dir`` for this process (shared with a command of this process
@@ -189,7 +195,7 @@ class Run:
                 shutil.rmtree(self.out_dir / old, ignore_errors=True)
         return lock
 
-    def _train(self, **loop_overrides) -> Solution:
+    def _train(self, save: bool = True, **loop_overrides) -> Solution:
         t0 = time.perf_counter()
         gave_up = None
         precisions = self.training.stage_precisions(self.precision)
@@ -234,7 +240,7 @@ class Run:
                 **self.metrics,
             }
             finish(sol, self.problem, gave_up)
-        if self.out_dir is not None and is_main():
+        if save and self.out_dir is not None and is_main():
             sol.save(self.out_dir, snapshots=self.snapshots)
         return sol
 
@@ -536,13 +542,76 @@ def _window(run: Run, k: int, wrun: Run, wdir: Path | None, done: bool,
     return net, rows, metrics
 
 
-def train_windows(run: Run, **loop_overrides) -> Solution:
+def remarch(run: Run, first: Solution, warned: Sequence = (), **loop_overrides) -> Solution:
+    """``first`` (``run`` trained in one window) or, where it misses a soft start by more
+    than :data:`pinn.plan.MISSED_START` (:func:`pinn.plan.missed_start`), ``run`` trained
+    again in :data:`pinn.plan.REMARCH_WINDOWS` windows, kept where it misses the start
+    less. Under a time limit only where the time left is at least what ``first`` took (the
+    marched run gets what is left). ``metrics["remarched"]`` says what was done and why,
+    with the other run's numbers; ``wall_seconds`` and ``steps`` (done and planned) count
+    both runs. The
+    kept solution is saved (with ``run.out_dir``); ``warned``: the warnings ``first``'s
+    training recorded: the kept run's warnings are warned (again)."""
+    from pinn.plan import MISSED_START, REMARCH_WINDOWS, Choice, missed_start
+
+    def miss_of(sol):
+        with precision_scope(run.precision):
+            return missed_start(run.problem, lambda x: ev.predict_in_chunks(sol.evaluate, x))
+
+    miss = miss_of(first)
+    kept, note = first, None
+    if miss is not None and miss[2] > MISSED_START:
+        name, fld, m = miss
+        spent, limit = float(first.metrics.get("wall_seconds", 0.0)), run.training.time_limit
+        said = (f"one window missed its start ({name}) by {m:.2g} in {fld} (rms, relative), "
+                f"over {MISSED_START:g}")
+        note = {"condition": name, "field": fld, "miss": m, "windows": REMARCH_WINDOWS}
+        if limit is not None and limit - spent < spent:
+            note["why"] = (f"{said}; not marched: {limit - spent:.0f} s of the time limit "
+                           f"left, less than the {spent:.0f} s the window took")
+        else:
+            _say(run, f"{said}: trained again in {REMARCH_WINDOWS} windows")
+            training = replace(run.training, windows=REMARCH_WINDOWS,
+                               time_limit=None if limit is None else limit - spent)
+            with warnings.catch_warnings(record=True) as warned_again:
+                warnings.simplefilter("always")
+                marched = train_windows(replace(run, training=training), save=False,
+                                        **loop_overrides)
+            again = miss_of(marched)
+            note["marched_miss"] = None if again is None else again[2]
+            better = again is None or again[2] < m
+            kept, other = (marched, first) if better else (first, marched)
+            warned = warned_again if better else warned
+            note["kept"] = f"{REMARCH_WINDOWS} windows" if better else "one window"
+            note["other"] = {k: other.metrics[k] for k in _OTHER_KEPT if k in other.metrics}
+            by = "nothing" if again is None else f"{again[2]:.2g}"
+            note["why"] = (f"{said}: trained again in {REMARCH_WINDOWS} windows, which miss "
+                           f"it by {by}; kept {note['kept']}")
+            for k in ("wall_seconds", "steps", "steps_done", "train_seconds", "compile_seconds"):
+                kept.metrics[k] = (first.metrics.get(k, 0) or 0) + (marched.metrics.get(k, 0)
+                                                                  or 0)
+            if better:
+                kept.metrics["plan"] = list(kept.metrics.get("plan", [])) + [dataclasses.asdict(
+                    Choice("windows", REMARCH_WINDOWS, note["why"]))]
+        kept.metrics["remarched"] = note
+    for w in warned:  # the kept run's
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if run.out_dir is not None and is_main():
+        kept.save(run.out_dir, snapshots=run.snapshots)
+    return kept
+
+
+#: the numbers of the run :func:`remarch` did not keep, kept in its note
+_OTHER_KEPT = ("loss", "rel_l2", "rel_l2_ref_points", "steps_done", "wall_seconds")
+
+
+def train_windows(run: Run, save: bool = True, **loop_overrides) -> Solution:
     """Train ``run`` (whose training has ``windows > 1``) window by window
     (:mod:`pinn.marching`); returns the piecewise :class:`~pinn.solution.Solution` of the
     whole problem (scored and, with ``run.out_dir``, saved as any run). Each finished
     window's parameters are kept in ``<out_dir>/windows/w<k>/params.npz`` and its
     checkpoints beside them, so that ``resume`` skips the finished windows and resumes the
-    one that was cut."""
+    one that was cut. ``save=False``: the solution is not saved (the caller saves)."""
     problem, training = run.problem, run.training
     windows = training.windows
     marching.check_windows(problem, windows)
@@ -578,11 +647,12 @@ def train_windows(run: Run, **loop_overrides) -> Solution:
         previous = (wrun.assembly.apply, jax.device_get(net))
         applies.append(wrun.assembly.apply)
     return _windows_solution(run, edges, nets, applies, history, totals, window_metrics, last,
-                             time.perf_counter() - t_start)
+                             time.perf_counter() - t_start, save)
 
 
 def _windows_solution(run: Run, edges, nets: dict, applies: list, history: list, totals: dict,
-                      window_metrics: list, last: dict | None, wall: float) -> Solution:
+                      window_metrics: list, last: dict | None, wall: float,
+                      save: bool = True) -> Solution:
     """The piecewise solution of a marched run, scored and (with ``out_dir``) saved."""
     problem, training = run.problem, run.training
     sol = Solution(problem, run.model, {"net": nets, "pde": {}}, seed=training.seed,
@@ -597,6 +667,6 @@ def _windows_solution(run: Run, edges, nets: dict, applies: list, history: list,
         "windows": training.windows, "window_metrics": window_metrics, **run.metrics,
     }
     finish(sol, problem)
-    if run.out_dir is not None and is_main():
+    if save and run.out_dir is not None and is_main():
         sol.save(run.out_dir, snapshots=run.snapshots)
     return sol

@@ -193,3 +193,66 @@ def test_marched_solution_saves_loads_and_resumes(marched):
     assert again.metrics["steps_done"] == sol.metrics["steps_done"] == 800
     assert len(again.history) == len(sol.history) > 0
     assert again.metrics["rel_l2"] == pytest.approx(sol.metrics["rel_l2"])
+
+
+def test_missed_start_is_the_worst_soft_miss_relative_to_the_start():
+    from pinn.plan import missed_start
+
+    def predict(pts):  # u 20 % low everywhere: the miss is 0.2 of the start, at any points
+        return {"u": 0.8 * np.sin(np.pi * pts[:, 0])}
+
+    name, field, miss = missed_start(heat(), predict)
+    assert (name, field) == ("start", "u") and miss == pytest.approx(0.2, rel=1e-12)
+    assert missed_start(heat(), lambda p: {"u": np.sin(np.pi * p[:, 0])})[2] < 1e-12
+    assert missed_start(heat(hard=True), predict) is None  # built in: nothing to miss
+    zero = heat()
+    zero = pinn.Problem(domain=zero.domain, coords=zero.coords, equations=zero.equations,
+                        conditions={**zero.conditions, "start": pinn.Initial(u, 0, hard=False)})
+    assert missed_start(zero, predict) is None  # a zero start has no size to miss against
+
+
+def test_the_plan_marches_again_only_a_soft_start_it_may_march():
+    from pinn.plan import Planning, make_plan
+
+    plan = make_plan(heat())  # the default recipe, a soft start (weighted in the problem)
+    assert plan.remarch and any("misses a soft start" in line for line in plan.lines())
+    assert not make_plan(heat(hard=True)).remarch  # a start built in is never missed
+    assert not make_plan(heat(), planning=Planning(windows=False)).remarch
+    assert not make_plan(heat(), training=pinn.Training()).remarch  # the user's recipe
+
+
+def _short(**kw):
+    # too short to fit the start: Adam for 30 steps from a random network
+    return pinn.Training(stages=[pinn.Stage(pinn.Adam(lr=1e-3), 30)], chunk=30,
+                         points=pinn.Points(interior=128, boundary=16, initial=64,
+                                            resample_every=0), **kw)
+
+
+def test_a_run_that_misses_its_start_is_trained_again_in_two_windows(tmp_path):
+    from pinn.plan import MISSED_START, REMARCH_WINDOWS, Planning
+
+    sol = pinn.solve(heat(), pinn.MLP(width=8, depth=1), _short(), precision=64,
+                     progress=False, out_dir=tmp_path, plan=Planning(windows=True))
+    note = sol.metrics["remarched"]
+    assert note["condition"] == "start" and note["field"] == "u"
+    assert note["miss"] > MISSED_START and note["windows"] == REMARCH_WINDOWS
+    # the run kept is the one that misses the start less, and says so
+    marched = note["marched_miss"] < note["miss"]
+    assert note["kept"] == ("2 windows" if marched else "one window")
+    assert (sol.windows == (0.0, 0.5, 1.0)) if marched else sol.windows is None
+    # both runs' steps counted; the other run's numbers kept beside
+    assert sol.metrics["steps_done"] == sol.metrics["steps"] == 30 + 2 * 30
+    assert note["other"]["steps_done"] == (30 if marched else 2 * 30)
+    assert note["why"][1:] in (tmp_path / "report.md").read_text()
+    back = pinn.Solution.load(tmp_path)  # the kept run is the one saved
+    pts = np.c_[np.linspace(0, 1, 7), np.linspace(0, 1, 7)]
+    np.testing.assert_array_equal(back(pts), sol(pts))
+
+
+def test_no_second_run_where_the_time_limit_leaves_less_than_the_first_took():
+    from pinn.plan import Planning
+
+    sol = pinn.solve(heat(), pinn.MLP(width=8, depth=1), _short(time_limit=1e-3),
+                     precision=64, progress=False, plan=Planning(windows=True))
+    note = sol.metrics["remarched"]
+    assert "not marched" in note["why"] and "kept" not in note and sol.windows is None

@@ -310,6 +310,8 @@ def _train(built, model, training, run_dir: Path, resume: bool, quiet: bool, log
          + (f"; learned {learned}" if learned else ""), quiet)
     if m.get("kept"):
         _out(kept_line(m["kept"]), quiet)
+    if isinstance(m.get("remarched"), dict):
+        _out(m["remarched"]["why"], quiet)
     _out(f"report: {run_dir / 'report.md'}", quiet)
     return EXIT_OK
 

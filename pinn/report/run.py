@@ -196,6 +196,10 @@ def write_markdown(run_dir, title: str, metrics: Mapping, images: Sequence[tuple
                   f"training was lowest there ({_fmt(kept['value'])}, against "
                   f"{_fmt(kept['last_value'])} at the last step; the losses above are the "
                   "last step's).", ""]
+    remarched = metrics.get("remarched")
+    if isinstance(remarched, Mapping) and isinstance(remarched.get("why"), str):
+        lines += [remarched["why"][0].upper() + remarched["why"][1:] + " (the steps and "
+                  "times above count both runs).", ""]
     params = metrics.get("params") or {}
     if params:
         lines += ["Learned parameters:", "", "| parameter | value |", "|---|---|"]
