@@ -549,9 +549,8 @@ def remarch(run: Run, first: Solution, warned: Sequence = (), **loop_overrides) 
     less. Under a time limit only where the time left is at least what ``first`` took (the
     marched run gets what is left). ``metrics["remarched"]`` says what was done and why,
     with the other run's numbers; ``wall_seconds`` and ``steps`` (done and planned) count
-    both runs. The
-    kept solution is saved (with ``run.out_dir``); ``warned``: the warnings ``first``'s
-    training recorded: the kept run's warnings are warned (again)."""
+    both runs. The kept solution is saved (with ``run.out_dir``) and its warnings warned:
+    ``warned`` holds those ``first``'s training recorded."""
     from pinn.plan import MISSED_START, REMARCH_WINDOWS, Choice, missed_start
 
     def miss_of(sol):
