@@ -255,8 +255,8 @@ def make_plan(problem, model=None, training: Training | None = None,
     if may(planning.windows):
         training, made = _windows(problem, training)
         choices += made
-        remarch = (training.windows == 1 and problem.time is not None
-                   and bool(_soft_starts(problem)) and _marchable(problem))
+        remarch = (training.windows == 1 and bool(_soft_starts(problem))
+                   and _marchable(problem))  # marchable: an evolution
     return Plan(problem, model, training, tuple(choices), validation, remarch)
 
 

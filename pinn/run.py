@@ -10,6 +10,7 @@ checkpoint and resume from process 0's (the folder must be on a shared file syst
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -167,8 +168,7 @@ class Run:
                 return train_windows(self, **loop_overrides)
             if self.plan is None or not self.plan.remarch:
                 return self._train(**loop_overrides)
-            with warnings.catch_warnings(record=True) as warned:  # warned again if kept
-                warnings.simplefilter("always")
+            with _held_warnings() as warned:  # warned again if kept
                 sol = self._train(save=False, **loop_overrides)
             return remarch(self, sol, warned, **loop_overrides)
 
@@ -177,8 +177,6 @@ class Run:
         that holds it), as a context; a finished run in it refused unless resuming or
         ``overwrite``. No lock where nothing is written here."""
         if self.out_dir is None or not is_main():
-            import contextlib
-
             return contextlib.nullcontext()
         lock = io.lock_run_folder(self.out_dir)
         done = [n for n in (serialize.PARAMS_FILE, "metrics.json", serialize.SOLUTION_FILE,
@@ -572,8 +570,7 @@ def remarch(run: Run, first: Solution, warned: Sequence = (), **loop_overrides) 
             _say(run, f"{said}: trained again in {REMARCH_WINDOWS} windows")
             training = replace(run.training, windows=REMARCH_WINDOWS,
                                time_limit=None if limit is None else limit - spent)
-            with warnings.catch_warnings(record=True) as warned_again:
-                warnings.simplefilter("always")
+            with _held_warnings() as warned_again:
                 marched = train_windows(replace(run, training=training), save=False,
                                         **loop_overrides)
             again = miss_of(marched)
@@ -593,11 +590,30 @@ def remarch(run: Run, first: Solution, warned: Sequence = (), **loop_overrides) 
                 kept.metrics["plan"] = list(kept.metrics.get("plan", [])) + [dataclasses.asdict(
                     Choice("windows", REMARCH_WINDOWS, note["why"]))]
         kept.metrics["remarched"] = note
-    for w in warned:  # the kept run's
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _warn(warned)  # the kept run's
     if run.out_dir is not None and is_main():
         kept.save(run.out_dir, snapshots=run.snapshots)
     return kept
+
+
+@contextlib.contextmanager
+def _held_warnings():
+    """The warnings raised in the block recorded into the list it yields, not shown; shown
+    at once where the block raises (an interrupted or failed run loses none)."""
+    held: list = []
+    try:
+        with warnings.catch_warnings(record=True) as held:
+            warnings.simplefilter("always")
+            yield held
+    except BaseException:
+        _warn(held)
+        raise
+
+
+def _warn(held) -> None:
+    """Warn the recorded warnings ``held`` (:func:`_held_warnings`) again."""
+    for w in held:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 #: the numbers of the run :func:`remarch` did not keep, kept in its note

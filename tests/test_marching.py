@@ -1,6 +1,8 @@
 """Time marching (pinn.marching): window problems, the previous window as initial values,
 the piecewise network, and a marched heat equation against its closed form."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -256,3 +258,14 @@ def test_no_second_run_where_the_time_limit_leaves_less_than_the_first_took():
                      precision=64, progress=False, plan=Planning(windows=True))
     note = sol.metrics["remarched"]
     assert "not marched" in note["why"] and "kept" not in note and sol.windows is None
+
+
+def test_warnings_held_during_a_first_run_are_shown_when_it_raises():
+    from pinn.run import _held_warnings
+
+    with pytest.warns(RuntimeWarning, match="kept for later"):
+        with pytest.raises(KeyboardInterrupt):
+            with _held_warnings() as held:
+                warnings.warn("kept for later", RuntimeWarning, stacklevel=1)
+                assert len(held) == 1  # recorded, not shown, while the block runs
+                raise KeyboardInterrupt
