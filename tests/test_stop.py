@@ -12,10 +12,12 @@ from pinn.train import Adam, Points, Stage, Stop, StopWhenDone, Training, run
 from pinn.train.observers import ChunkEvent, RunInfo
 
 
-def _ended(stop: Stop, losses, stage_steps=1000, every=50):
-    """Feed ``losses`` (one per ``every`` steps of one stage) to the observer; the step it
-    ends the stage at (or None) and why."""
-    info = RunInfo([Stage(Adam(), stage_steps)], [0], [stage_steps], ["fit"], lambda p: p)
+def _ended(stop: Stop, losses, stage_steps=1000, every=50, later=0):
+    """Feed ``losses`` (one per ``every`` steps of one stage, followed by ``later`` more
+    stages) to the observer; the step it ends the stage at (or None) and why."""
+    stages = [Stage(Adam(), stage_steps)] * (1 + later)
+    starts = [k * stage_steps for k in range(1 + later)]
+    info = RunInfo(stages, starts, [s + stage_steps for s in starts], ["fit"], lambda p: p)
     obs = StopWhenDone(stop)
     obs.on_chunk(ChunkEvent("stage_start", 0, 0, None, info, report={"loss": losses[0]}))
     for k, loss in enumerate(losses[1:], start=1):
@@ -38,6 +40,16 @@ def test_a_plateau_ends_the_stage_once_its_window_has_passed():
     assert why == "plateau"
     # the window (200 steps) after the last real improvement (step 300), at a check step
     assert step == 500
+
+
+def test_a_plateau_does_not_end_an_earlier_stage_but_convergence_does():
+    # the curve that ends a last stage at step 500 leaves a first stage to run its steps
+    losses = [10.0 * 0.5 ** min(k, 6) * (1 + 1e-3 * math.sin(k)) for k in range(20)]
+    stop = Stop(residual=None, patience=200, patience_fraction=0.0)
+    assert _ended(stop, losses) == (500, "plateau")
+    assert _ended(stop, losses, later=1) == (None, None)
+    falling = [4.0 * 10.0 ** (-2 * k) for k in range(12)]
+    assert _ended(Stop(residual=1e-5), falling, later=1) == (250, "converged")
 
 
 def test_the_window_grows_with_the_stage():

@@ -565,8 +565,9 @@ class StallStop(Observer):
 
 class StopWhenDone(Observer):
     """Ends a stage once it is done (:class:`pinn.train.spec.Stop`): converged (the loss
-    at ``residual**2`` of the run's first loss) or on a plateau; a row ``{event: "converged"
-    | "plateau", message}`` records it, and the stage's report says so."""
+    at ``residual**2`` of the run's first loss), or, the last stage only, on a plateau; a
+    row ``{event: "converged" | "plateau", message}`` records it, and the stage's report
+    says so."""
 
     def __init__(self, stop: Any, time_limit: float | None = None) -> None:
         self.stop, self.every, self.time_limit = stop, stop.every, time_limit
@@ -618,8 +619,9 @@ class StopWhenDone(Observer):
             return "converged", (f"{name} converged at step {step}: the loss {loss:.3e} is "
                                  f"{stop.residual:g}^2 of the first ({self.first:.3e})")
         window = stop.window(info.stages[i].steps)
-        if stop.improvement is None or step - info.starts[i] < window:
-            return None
+        if (stop.improvement is None or i < len(info.stages) - 1
+                or step - info.starts[i] < window):
+            return None  # an earlier stage is not judged on a plateau: see Stop
         before = [v for s, v in self.seen if s <= step - window]
         recent = [v for s, v in self.seen if s > step - window]
         if before and recent and min(recent) > (1 - stop.improvement) * min(before):
