@@ -955,10 +955,11 @@ def _devices(v: Any) -> Any:
 
 class StopArgs(Strict):
     """When a stage is done before its steps run out (``pinn.train.Stop``): converged once
-    the loss is ``residual^2`` of the run's first loss; a plateau once the lowest loss of
-    the last ``patience`` steps (at least ``patience_fraction`` of the stage) is not
-    ``improvement`` below the lowest before; checked every ``every`` steps. ``null`` turns
-    a criterion off; ``stop: false`` runs every step of every stage."""
+    the loss is ``residual^2`` of the run's first loss; the last stage only, on a plateau
+    once the lowest loss of the last ``patience`` steps (at least ``patience_fraction`` of
+    the stage) is not ``improvement`` below the lowest before; checked every ``every``
+    steps. ``null`` turns a criterion off; ``stop: false`` runs every step of every
+    stage."""
 
     residual: Annotated[float, BeforeValidator(_number), Field(gt=0, lt=1)] | None = 1e-8
     improvement: Annotated[float, BeforeValidator(_number), Field(gt=0, lt=1)] | None = 0.01
