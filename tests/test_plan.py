@@ -856,20 +856,22 @@ def test_a_driven_pipes_pressure_is_found_with_the_plans_choices(tmp_path):
     p = 0, contradicts the acceleration at t = 0. With the plan's scale (p ~ 40), its
     continuity weight (1600), p's start left out and continuity held in rate at each
     window's start, the default recipe (its steps, 2 windows, no time limit) finds p to
-    8.0e-4 (u 6.1e-5); with the four off, 0.139 (the t = 0 slice: 1.0). The rates alone
-    off: 4.4e-3, its error at the second window's start (t = 0.5) 3.7e-2 against 6.5e-3
-    (2026-12-05, beside two other runs; no time limit, so the load does not change the
-    numbers). Before the rates (9cded1a), one at a time: the start kept 0.145, the scale
-    off 9.0e-2, the weight off neutral; on PINNacle's NS 2d-LT it is the weight that
-    builds the pressure (docs/yaml.md)."""
+    2.5e-5 since fb40a00 (Adam runs its steps; 8.0e-4 before, when a plateau ended it);
+    with the four off, p is over 30 times worse (0.139 before fb40a00; the t = 0 slice:
+    1.0). The rates alone off: 2.3e-5 since fb40a00 (4.4e-3 before, its error at the
+    second window's start 3.7e-2 against 6.5e-3): on this pipe the rates no longer
+    matter, so they are not compared here (2026-12-06, the slow suite beside one other
+    run; no time limit, so the load does not change the numbers). Before the rates
+    (9cded1a), one at a time: the start kept 0.145, the scale off 9.0e-2, the weight off
+    neutral; on PINNacle's NS 2d-LT it is the weight that builds the pressure
+    (docs/yaml.md)."""
     errors = {}
     off = ["plan.residuals=false", "plan.unevolved=false", "plan.scale=false",
            "plan.rates=false"]
-    for name, sets in (("on", []), ("off", off), ("no rates", ["plan.rates=false"])):
+    for name, sets in (("on", []), ("off", off)):
         f = tmp_path / "pipe.yaml"
         f.write_text(PIPE)
         built = config.load(str(f), sets)
         errors[name] = built.setup(progress=False).train().metrics["rel_l2"]
     assert errors["on"]["p"] < 5e-3 and errors["on"]["u"] < 1e-3
     assert errors["off"]["p"] > 30 * errors["on"]["p"]
-    assert errors["no rates"]["p"] > 2 * errors["on"]["p"]
